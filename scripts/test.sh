@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Run every test: the package's unit and property tests, the docstring examples, every code block
+# in README.md and the Markdown pages, a strict build of the site (which executes the notebook
+# pages), and the browser tests of the built site. pytest's "no tests collected" (exit 5) fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+start=$(date +%s)
+.venv/bin/python -m mkdocs build --strict --site-dir site
+.venv/bin/python -m pytest -p no:cacheprovider "$@"
+echo "all tests passed in $(( $(date +%s) - start )) s"

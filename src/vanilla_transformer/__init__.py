@@ -1,0 +1,72 @@
+"""vanilla_transformer: the original encoder-decoder Transformer of "Attention Is All You Need".
+
+The public names are the ones readers know from the Annotated Transformer, so code written for it
+runs after `from vanilla_transformer import *`. For that reason the star-import also provides
+`torch`, `nn`, `math` and `copy`, which such code uses without importing.
+
+Layers, bottom to top: masks, attention, layers, embeddings; encoder, decoder, model; batching,
+decoding, training, the cost calculator, shape tracing and PyTorch interop; the command line.
+Importing the package builds, downloads and trains nothing.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import torch
+from torch import nn
+
+from .attention import KVCache, MultiHeadedAttention, attention, clones, keep_attention
+from .batching import Batch, collate_batch, data_gen, pad_sequences
+from .config import PRESETS, ModelConfig
+from .decoder import Decoder, DecoderLayer
+from .decoding import greedy_decode
+from .embeddings import Embeddings, Generator, PositionalEncoding, sinusoid_table
+from .encoder import Encoder, EncoderLayer
+from .layers import LayerNorm, PositionwiseFeedForward, SublayerConnection, make_layer_norm
+from .masks import padding_mask, subsequent_mask
+from .model import EncoderDecoder, make_model, make_model_from_config
+
+__version__ = "0.1.0"
+
+__all__ = [
+    # building blocks
+    "clones",
+    "attention",
+    "MultiHeadedAttention",
+    "KVCache",
+    "keep_attention",
+    "PositionwiseFeedForward",
+    "LayerNorm",
+    "make_layer_norm",
+    "SublayerConnection",
+    "Embeddings",
+    "PositionalEncoding",
+    "sinusoid_table",
+    "Generator",
+    # the model
+    "EncoderLayer",
+    "Encoder",
+    "DecoderLayer",
+    "Decoder",
+    "EncoderDecoder",
+    "ModelConfig",
+    "PRESETS",
+    "make_model",
+    "make_model_from_config",
+    # masks and batching
+    "subsequent_mask",
+    "padding_mask",
+    "Batch",
+    "data_gen",
+    "pad_sequences",
+    "collate_batch",
+    # decoding
+    "greedy_decode",
+    # what pasted source code expects to find
+    "torch",
+    "nn",
+    "math",
+    "copy",
+]

@@ -1,0 +1,108 @@
+"""Argument checks shared by every module.
+
+Each check raises a `ValueError` or `TypeError` whose message names the bad value and what was
+expected. They run before any tensor work, and the tensor checks cost one small reduction at most,
+so they do not slow the forward pass measurably.
+"""
+
+from __future__ import annotations
+
+import torch
+
+_INTEGER_DTYPES = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
+
+
+def check_positive_int(name: str, value: object) -> int:
+    """Return `value` if it is an int > 0, else raise."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {value!r} ({type(value).__name__})")
+    if value <= 0:
+        raise ValueError(f"{name} must be a positive int, got {value}")
+    return value
+
+
+def check_non_negative_int(name: str, value: object) -> int:
+    """Return `value` if it is an int >= 0, else raise."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {value!r} ({type(value).__name__})")
+    if value < 0:
+        raise ValueError(f"{name} must be an int >= 0, got {value}")
+    return value
+
+
+def check_dropout(value: object, name: str = "dropout") -> float:
+    """Return `value` if it is a probability in [0, 1), else raise."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a float in [0, 1), got {value!r}")
+    if not 0.0 <= float(value) < 1.0:
+        raise ValueError(f"{name} must be in [0, 1), got {value}")
+    return float(value)
+
+
+def check_heads(h: int, d_model: int) -> None:
+    """Raise unless `d_model` splits evenly into `h` heads."""
+    check_positive_int("h", h)
+    check_positive_int("d_model", d_model)
+    if d_model % h != 0:
+        raise ValueError(
+            f"d_model must be divisible by h so every head gets d_k = d_model / h features; "
+            f"got d_model={d_model}, h={h} (d_model % h = {d_model % h})"
+        )
+
+
+def check_token_ids(x: torch.Tensor, vocab: int, name: str = "token ids") -> None:
+    """Raise unless `x` is an integer tensor of ids in [0, vocab)."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor of integer ids, got {type(x).__name__}")
+    if x.dtype not in _INTEGER_DTYPES:
+        raise TypeError(
+            f"{name} must be an integer tensor (e.g. torch.long) of token ids, got dtype {x.dtype}; "
+            "did you pass embeddings or a float tensor where ids were expected?"
+        )
+    if x.numel() == 0:
+        return
+    lo, hi = torch.aminmax(x)
+    lo, hi = int(lo), int(hi)
+    if lo < 0 or hi >= vocab:
+        bad = lo if lo < 0 else hi
+        raise ValueError(
+            f"{name} must lie in [0, {vocab}) for a vocabulary of size {vocab}; found id {bad}"
+        )
+
+
+def check_mask(
+    mask: torch.Tensor, batch: int, query_len: int, key_len: int, name: str = "mask"
+) -> None:
+    """Raise unless `mask` broadcasts to `(batch, query_len, key_len)`.
+
+    Accepted shapes are `(batch or 1, query_len or 1, key_len)`, and the same with a head axis of
+    size 1 inserted at position 1 (the form the attention modules use internally).
+    """
+    if not isinstance(mask, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor or None, got {type(mask).__name__}")
+    shape = tuple(mask.shape)
+    if mask.dim() == 4:
+        if shape[1] != 1:
+            raise ValueError(
+                f"{name} with 4 dimensions must have a head axis of size 1, got shape {shape}"
+            )
+        shape = (shape[0], shape[2], shape[3])
+    elif mask.dim() != 3:
+        raise ValueError(
+            f"{name} must have shape (batch or 1, {query_len} or 1, {key_len}), "
+            f"got {mask.dim()}-D shape {tuple(mask.shape)}"
+        )
+    b, q, k = shape
+    if b not in (1, batch) or q not in (1, query_len) or k != key_len:
+        raise ValueError(
+            f"{name} of shape {tuple(mask.shape)} cannot broadcast to "
+            f"(batch, query_len, key_len) = ({batch}, {query_len}, {key_len}); expected "
+            f"({batch} or 1, {query_len} or 1, {key_len})"
+        )
+
+
+def check_choice(name: str, value: object, choices: tuple[str, ...]) -> str:
+    """Return `value` if it is one of `choices`, else raise."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+    return value  # type: ignore[return-value]

@@ -1,0 +1,129 @@
+"""The hyperparameters of a model, checked once, in one place.
+
+[`ModelConfig`][vanilla_transformer.config.ModelConfig] holds every argument of
+[`make_model`][vanilla_transformer.model.make_model]. The cost calculator, the command line and
+saved checkpoints all use it, so a model can be described, costed and rebuilt without building it
+first. The paper's two sizes are available as presets (Table 3).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
+
+from ._checks import (
+    check_choice,
+    check_dropout,
+    check_heads,
+    check_non_negative_int,
+    check_positive_int,
+)
+from .layers import LAYER_NORMS
+
+__all__ = ["ModelConfig", "PRESETS"]
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Every argument of `make_model`, validated on construction.
+
+    Args:
+        src_vocab: source vocabulary size (0 allowed: no source embedding rows).
+        tgt_vocab: target vocabulary size (0 allowed).
+        N: number of encoder layers and of decoder layers.
+        d_model: model width.
+        d_ff: feed-forward hidden width.
+        h: number of attention heads; must divide `d_model`.
+        dropout: dropout probability in [0, 1).
+        tie_weights: share one matrix between the source embedding, the target embedding and
+            the generator (paper section 3.4). Needs `src_vocab == tgt_vocab`.
+        norm_first: pre-norm residual blocks (the sources) or post-norm (the paper).
+        layer_norm: `"annotated"` (unbiased std, eps 1e-6 added to the std) or `"torch"`
+            (`nn.LayerNorm`: biased variance, eps 1e-5 inside the square root).
+        final_norm: whether each stack ends with a LayerNorm. `None` means "as the
+            arrangement needs": yes for pre-norm, no for the paper's post-norm. `True` with
+            post-norm matches `torch.nn.Transformer`, which always has one.
+        generator_bias: whether the generator's projection has a bias (the sources' has).
+        max_len: length of the positional-encoding table.
+
+    Raises:
+        ValueError: for a non-positive size, `d_model % h != 0`, a dropout outside [0, 1), an
+            unknown LayerNorm flavour, or `tie_weights=True` with different vocabularies.
+        TypeError: for a non-integer size.
+
+    Example:
+        >>> cfg = ModelConfig(11, 11, N=2)
+        >>> cfg.d_model, cfg.has_final_norm
+        (512, True)
+    """
+
+    src_vocab: int
+    tgt_vocab: int
+    N: int = 6
+    d_model: int = 512
+    d_ff: int = 2048
+    h: int = 8
+    dropout: float = 0.1
+    tie_weights: bool = False
+    norm_first: bool = True
+    layer_norm: str = "annotated"
+    final_norm: bool | None = None
+    generator_bias: bool = True
+    max_len: int = 5000
+
+    def __post_init__(self) -> None:
+        check_non_negative_int("src_vocab", self.src_vocab)
+        check_non_negative_int("tgt_vocab", self.tgt_vocab)
+        check_positive_int("N", self.N)
+        check_positive_int("d_model", self.d_model)
+        check_positive_int("d_ff", self.d_ff)
+        check_heads(self.h, self.d_model)
+        check_dropout(self.dropout)
+        check_choice("layer_norm", self.layer_norm, LAYER_NORMS)
+        check_positive_int("max_len", self.max_len)
+        for name in ("tie_weights", "norm_first", "generator_bias"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
+        if self.final_norm is not None and not isinstance(self.final_norm, bool):
+            raise TypeError(f"final_norm must be a bool or None, got {self.final_norm!r}")
+        if self.tie_weights and self.src_vocab != self.tgt_vocab:
+            raise ValueError(
+                "tie_weights=True shares one embedding matrix between source, target and "
+                f"generator, so the vocabularies must be equal; got src_vocab={self.src_vocab}, "
+                f"tgt_vocab={self.tgt_vocab}"
+            )
+
+    @property
+    def d_k(self) -> int:
+        """Per-head width `d_model // h`."""
+        return self.d_model // self.h
+
+    @property
+    def has_final_norm(self) -> bool:
+        """Whether each stack ends with a LayerNorm (resolves `final_norm=None`)."""
+        return self.norm_first if self.final_norm is None else self.final_norm
+
+    def to_dict(self) -> dict[str, Any]:
+        """The configuration as a plain dict (JSON-serialisable)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ModelConfig:
+        """Rebuild a configuration from `to_dict`'s output; unknown keys raise `ValueError`."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown ModelConfig fields {unknown}; expected some of {sorted(known)}")
+        return cls(**data)
+
+    def replace(self, **changes: Any) -> ModelConfig:
+        """A copy with some fields changed (and validated again)."""
+        return replace(self, **changes)
+
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "base": dict(N=6, d_model=512, d_ff=2048, h=8, dropout=0.1),
+    "big": dict(N=6, d_model=1024, d_ff=4096, h=16, dropout=0.3),
+}
+"""The paper's Table 3 sizes. The vocabulary (37000 shared BPE tokens for English-German) is
+chosen separately."""

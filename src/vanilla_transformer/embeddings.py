@@ -1,0 +1,172 @@
+r"""Token embeddings, sinusoidal positional encoding and the output generator (paper sections
+3.4 and 3.5).
+
+- [`Embeddings`][vanilla_transformer.embeddings.Embeddings] looks token ids up in a learned
+  table and multiplies by $\sqrt{d_{model}}$ (not by $1/\sqrt{d_k}$).
+- [`PositionalEncoding`][vanilla_transformer.embeddings.PositionalEncoding] adds the fixed table
+  $PE_{(pos, 2i)} = \sin(pos / 10000^{2i/d_{model}})$,
+  $PE_{(pos, 2i+1)} = \cos(pos / 10000^{2i/d_{model}})$ and applies dropout. The table is a
+  buffer, not a parameter: it is saved with the model but never trained.
+- [`Generator`][vanilla_transformer.embeddings.Generator] projects decoder states
+  `(batch, seq_len, d_model)` to log-probabilities `(batch, seq_len, vocab)`.
+
+Explained on the *Annotated walkthrough* page.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+from torch.nn.functional import log_softmax
+
+from ._checks import check_dropout, check_non_negative_int, check_positive_int, check_token_ids
+
+__all__ = ["Embeddings", "PositionalEncoding", "Generator", "sinusoid_table"]
+
+
+class Embeddings(nn.Module):
+    r"""Learned token embeddings scaled by $\sqrt{d_{model}}$.
+
+    Args:
+        d_model: embedding width.
+        vocab: vocabulary size (0 is allowed: an empty table).
+
+    Attributes:
+        lut: the lookup table, an `nn.Embedding(vocab, d_model)`.
+
+    Raises:
+        ValueError: if `d_model` is not positive or `vocab` is negative.
+
+    Example:
+        >>> emb = Embeddings(d_model=512, vocab=11)
+        >>> emb(torch.tensor([[1, 2, 3]])).shape
+        torch.Size([1, 3, 512])
+    """
+
+    def __init__(self, d_model: int, vocab: int) -> None:
+        super().__init__()
+        check_positive_int("d_model", d_model)
+        check_non_negative_int("vocab", vocab)
+        self.lut = nn.Embedding(vocab, d_model)
+        self.d_model = d_model
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Embed token ids `(batch, seq_len)` into `(batch, seq_len, d_model)`.
+
+        Raises:
+            TypeError: if `x` is not an integer tensor.
+            ValueError: if an id is negative or not below the vocabulary size.
+        """
+        check_token_ids(x, self.lut.num_embeddings)
+        return self.lut(x) * math.sqrt(self.d_model)
+
+
+def sinusoid_table(max_len: int, d_model: int) -> torch.Tensor:
+    """The sinusoidal positional-encoding table.
+
+    Even features hold sines and odd features cosines; their wavelengths form a geometric
+    progression from $2\\pi$ to $10000 \\cdot 2\\pi$. An odd `d_model` is supported (the last
+    feature is a sine).
+
+    Args:
+        max_len: number of positions.
+        d_model: number of features.
+
+    Returns:
+        A float tensor of shape `(max_len, d_model)`.
+
+    Example:
+        >>> pe = sinusoid_table(50, 16)
+        >>> pe.shape, pe[0, :4].tolist()
+        (torch.Size([50, 16]), [0.0, 1.0, 0.0, 1.0])
+    """
+    check_non_negative_int("max_len", max_len)
+    check_positive_int("d_model", d_model)
+    pe = torch.zeros(max_len, d_model)
+    position = torch.arange(0, max_len, dtype=torch.float32).unsqueeze(1)  # (max_len, 1)
+    div_term = torch.exp(
+        torch.arange(0, d_model, 2, dtype=torch.float32) * -(math.log(10000.0) / d_model)
+    )  # (ceil(d_model / 2),)
+    pe[:, 0::2] = torch.sin(position * div_term)
+    pe[:, 1::2] = torch.cos(position * div_term[: d_model // 2])
+    return pe
+
+
+class PositionalEncoding(nn.Module):
+    """Add sinusoidal position information to embeddings, then apply dropout.
+
+    Args:
+        d_model: embedding width.
+        dropout: dropout on the sum, in [0, 1).
+        max_len: the longest sequence supported.
+
+    Attributes:
+        pe: the buffer of shape `(1, max_len, d_model)` (see
+            [`sinusoid_table`][vanilla_transformer.embeddings.sinusoid_table]).
+
+    Raises:
+        ValueError: for a non-positive size or a dropout outside [0, 1).
+
+    Example:
+        >>> pos = PositionalEncoding(d_model=16, dropout=0.0)
+        >>> torch.equal(pos(torch.zeros(1, 3, 16))[0], pos.pe[0, :3])
+        True
+    """
+
+    def __init__(self, d_model: int, dropout: float, max_len: int = 5000) -> None:
+        super().__init__()
+        check_positive_int("d_model", d_model)
+        check_positive_int("max_len", max_len)
+        check_dropout(dropout)
+        self.dropout = nn.Dropout(p=dropout)
+        self.register_buffer("pe", sinusoid_table(max_len, d_model).unsqueeze(0))
+
+    @property
+    def max_len(self) -> int:
+        """The longest sequence this table covers."""
+        return self.pe.size(1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Add the encodings of positions `0..seq_len-1` to `x` `(batch, seq_len, d_model)`.
+
+        Raises:
+            ValueError: if `seq_len` exceeds `max_len`.
+        """
+        if x.size(1) > self.max_len:
+            raise ValueError(
+                f"sequence length {x.size(1)} exceeds the positional-encoding table's max_len "
+                f"{self.max_len}; build the model with a larger max_len"
+            )
+        return self.dropout(x + self.pe[:, : x.size(1)])
+
+
+class Generator(nn.Module):
+    """The final linear projection and log-softmax over the target vocabulary.
+
+    Args:
+        d_model: input width.
+        vocab: target vocabulary size.
+        bias: whether the projection has a bias (the sources' `nn.Linear` does).
+
+    Attributes:
+        proj: the `nn.Linear(d_model, vocab)` projection.
+
+    Example:
+        >>> gen = Generator(512, 11)
+        >>> logp = gen(torch.randn(2, 7, 512))
+        >>> logp.shape, bool(torch.allclose(logp.exp().sum(-1), torch.ones(2, 7)))
+        (torch.Size([2, 7, 11]), True)
+    """
+
+    def __init__(self, d_model: int, vocab: int, *, bias: bool = True) -> None:
+        super().__init__()
+        check_positive_int("d_model", d_model)
+        check_non_negative_int("vocab", vocab)
+        self.proj = nn.Linear(d_model, vocab, bias=bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Map `(batch, seq_len, d_model)` (or `(batch, d_model)`) to log-probabilities over the
+        vocabulary, `(batch, seq_len, vocab)` (or `(batch, vocab)`)."""
+        return log_softmax(self.proj(x), dim=-1)
