@@ -81,6 +81,11 @@ class ModelConfig:
         check_dropout(self.dropout)
         check_choice("layer_norm", self.layer_norm, LAYER_NORMS)
         check_positive_int("max_len", self.max_len)
+        if self.layer_norm == "annotated" and self.d_model < 2:
+            raise ValueError(
+                f"layer_norm='annotated' needs d_model >= 2 (it uses the unbiased std); "
+                f"got d_model={self.d_model}"
+            )
         for name in ("tie_weights", "norm_first", "generator_bias"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")

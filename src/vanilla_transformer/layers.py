@@ -56,7 +56,7 @@ class LayerNorm(nn.Module):
         b_2: the bias $\beta$, shape `(features,)`, initialised to zeros.
 
     Raises:
-        ValueError: if `features` is not positive.
+        ValueError: if `features` < 2 (the unbiased std of one value is undefined).
 
     Example:
         >>> ln = LayerNorm(4)
@@ -68,6 +68,11 @@ class LayerNorm(nn.Module):
     def __init__(self, features: int, eps: float = 1e-6) -> None:
         super().__init__()
         check_positive_int("features", features)
+        if features < 2:
+            raise ValueError(
+                f"the annotated LayerNorm uses the unbiased std, which needs at least 2 features; "
+                f"got features={features} (use layer_norm='torch' for a width of 1)"
+            )
         self.a_2 = nn.Parameter(torch.ones(features))
         self.b_2 = nn.Parameter(torch.zeros(features))
         self.eps = eps

@@ -1,0 +1,498 @@
+r"""How many parameters a Transformer has: in closed form, and by counting any module's tensors.
+
+The count follows the architecture of paper section 3 (Figure 1). With $d = d_{model}$, each
+piece holds:
+
+| piece | paper | parameters | how many in the model |
+| --- | --- | --- | --- |
+| multi-head attention: $W^Q, W^K, W^V, W^O$ with biases | 3.2.2 | $4d^2 + 4d$ | $3N$ ($N$ encoder self-attention, $N$ decoder self-attention, $N$ cross-attention) |
+| feed-forward: $W_1, b_1, W_2, b_2$ | 3.3 | $2d\,d_{ff} + d_{ff} + d$ | $2N$ |
+| LayerNorm: gain and bias | 3.1 | $2d$ | $5N$, plus one per stack when the stacks end with a LayerNorm |
+| source and target embeddings | 3.4 | $V_{src}\,d$ and $V_{tgt}\,d$ | 1 each |
+| generator: pre-softmax linear map | 3.4 | $V_{tgt}\,d + V_{tgt}$ (bias optional) | 1 |
+
+Adding them up, with $f = 1$ when each stack ends with a LayerNorm, $t = 1$ when the weights are
+tied and $b = 1$ when the generator has a bias:
+
+$$
+P = N\,(12d^2 + 4d\,d_{ff} + 2d_{ff} + 24d) + 4fd + V_{src}\,d + 2(1 - t)\,V_{tgt}\,d + b\,V_{tgt}
+$$
+
+The sinusoidal positional-encoding tables (section 3.5) are buffers, not parameters: they are
+reported beside the count (`2 * max_len * d_model` numbers, one table per embedding), never in it.
+
+[`parameter_count`][vanilla_transformer.calculator.parameter_count] evaluates the formula without
+building anything; [`count_parameters`][vanilla_transformer.calculator.count_parameters] counts
+the tensors of a real module. The two agree for every configuration (a property test checks it).
+The FLOP and memory estimates live in [`flops`][vanilla_transformer.flops] and
+[`memory`][vanilla_transformer.memory] and can also be imported from here.
+
+Explained on the *Parameter calculator* guide page.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+from torch import nn
+
+from ._checks import check_non_negative_int, check_positive_int
+from .config import ModelConfig
+
+__all__ = [
+    "Component",
+    "ParameterCount",
+    "ModuleCount",
+    "PARAMETER_FORMULA",
+    "parameter_count",
+    "parameter_count_for",
+    "count_parameters",
+    "source_terms",
+    "source_closed_form",
+]
+
+PARAMETER_FORMULA = (
+    r"P = N\,(12d^2 + 4d\,d_{ff} + 2d_{ff} + 24d) + 4fd + V_{src}\,d"
+    r" + 2(1 - t)\,V_{tgt}\,d + b\,V_{tgt}"
+)
+"""The general closed form as LaTeX: `f`, `t`, `b` are 1 for a final LayerNorm per stack, tied
+weights and a generator bias, else 0."""
+
+
+@dataclass(frozen=True)
+class Component:
+    """One line of a cost breakdown: `blocks` identical blocks of `per_block` each.
+
+    The same shape serves parameters, FLOPs and bytes.
+
+    Attributes:
+        name: what is counted, e.g. `"attention"`.
+        per_block: the cost of one block.
+        blocks: how many such blocks the model has.
+        note: a short remark shown in tables (e.g. which component holds a shared matrix).
+
+    Example:
+        >>> Component("attention", per_block=10, blocks=3).subtotal
+        30
+    """
+
+    name: str
+    per_block: int
+    blocks: int
+    note: str = ""
+
+    @property
+    def subtotal(self) -> int:
+        """`per_block * blocks`."""
+        return self.per_block * self.blocks
+
+    def to_dict(self) -> dict[str, Any]:
+        """The component as a JSON-serialisable dict (with its subtotal)."""
+        return dict(per_block=self.per_block, blocks=self.blocks, subtotal=self.subtotal,
+                    note=self.note)
+
+
+def format_table(components: tuple[Component, ...], unit: str, total: int) -> str:
+    """Lay components out as an aligned text table ending with their total."""
+    rows = [("component", "per block", "blocks", unit, "")]
+    rows += [(c.name, f"{c.per_block:,}", str(c.blocks), f"{c.subtotal:,}", c.note)
+             for c in components]
+    rows.append(("total", "", "", f"{total:,}", ""))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    lines = []
+    for i, r in enumerate(rows):
+        cells = [r[0].ljust(widths[0])] + [r[j].rjust(widths[j]) for j in (1, 2, 3)]
+        lines.append(("  ".join(cells) + ("  " + r[4] if r[4] else "")).rstrip())
+        if i == 0 or i == len(rows) - 2:
+            lines.append("-" * (sum(widths) + 6))
+    return "\n".join(lines)
+
+
+def describe(config: ModelConfig) -> str:
+    """One line naming a configuration's sizes and options."""
+    options = [
+        "tied" if config.tie_weights else "untied",
+        "pre-norm" if config.norm_first else "post-norm",
+        f"{config.layer_norm} LayerNorm",
+        "final norm" if config.has_final_norm else "no final norm",
+        "generator bias" if config.generator_bias else "no generator bias",
+    ]
+    return (f"src_vocab={config.src_vocab}, tgt_vocab={config.tgt_vocab}, N={config.N}, "
+            f"d_model={config.d_model}, d_ff={config.d_ff}, h={config.h} ({', '.join(options)})")
+
+
+@dataclass(frozen=True)
+class ParameterCount:
+    """The trainable parameters of a model described by a `ModelConfig`, by component.
+
+    Tied weights are counted once: the shared matrix belongs to `src_embedding` (it is the source
+    embedding's tensor that the model reuses), `tgt_embedding` then reports 0 and `generator`
+    only its bias.
+
+    Attributes:
+        config: the configuration counted.
+        components: `attention`, `feed_forward`, `layer_norm`, `src_embedding`, `tgt_embedding`
+            and `generator`, in that order; each is also an attribute (`count.attention`).
+        buffers: elements of the positional-encoding tables (two of `max_len * d_model`), which
+            the model saves but never trains; not part of `total`.
+
+    Example:
+        >>> pc = parameter_count(11, 11, N=2)
+        >>> pc.total, pc.attention.blocks, pc.attention.per_block
+        (14731787, 6, 1050624)
+    """
+
+    config: ModelConfig
+    components: tuple[Component, ...]
+    buffers: int
+
+    @property
+    def total(self) -> int:
+        """The number of unique trainable parameters."""
+        return sum(c.subtotal for c in self.components)
+
+    @property
+    def breakdown(self) -> dict[str, Component]:
+        """The components by name."""
+        return {c.name: c for c in self.components}
+
+    def __getitem__(self, name: str) -> Component:
+        return self.breakdown[name]
+
+    @property
+    def attention(self) -> Component:
+        """The `3N` multi-head attention modules."""
+        return self["attention"]
+
+    @property
+    def feed_forward(self) -> Component:
+        """The `2N` feed-forward networks."""
+        return self["feed_forward"]
+
+    @property
+    def layer_norm(self) -> Component:
+        """Every LayerNorm: one per sublayer and, when present, one after each stack."""
+        return self["layer_norm"]
+
+    @property
+    def src_embedding(self) -> Component:
+        """The source embedding table (holds the shared matrix when tied)."""
+        return self["src_embedding"]
+
+    @property
+    def tgt_embedding(self) -> Component:
+        """The target embedding table (0 when tied)."""
+        return self["tgt_embedding"]
+
+    @property
+    def generator(self) -> Component:
+        """The generator's projection (only its bias when tied)."""
+        return self["generator"]
+
+    @property
+    def formula(self) -> str:
+        r"""The closed form for this configuration's options, as LaTeX (symbolic in the sizes).
+
+        Example:
+            >>> parameter_count(11, 11, N=2, tie_weights=True, generator_bias=False).formula
+            'P = N\\,(12d^2 + 4d\\,d_{ff} + 2d_{ff} + 24d) + 4d + V\\,d'
+        """
+        c = self.config
+        terms = [r"N\,(12d^2 + 4d\,d_{ff} + 2d_{ff} + 24d)"]
+        if c.has_final_norm:
+            terms.append("4d")
+        if c.tie_weights:
+            terms.append(r"V\,d")
+            if c.generator_bias:
+                terms.append("V")
+        else:
+            terms.append(r"(V_{src} + 2V_{tgt})\,d")
+            if c.generator_bias:
+                terms.append("V_{tgt}")
+        return "P = " + " + ".join(terms)
+
+    def table(self) -> str:
+        """A readable breakdown: one line per component, the total, and the buffers.
+
+        Example:
+            >>> print(parameter_count(11, 11, N=2).table().splitlines()[-1])
+            positional-encoding buffers (saved, not trained): 5,120,000
+        """
+        return "\n".join([
+            f"parameters of make_model({describe(self.config)})",
+            format_table(self.components, "parameters", self.total),
+            f"positional-encoding buffers (saved, not trained): {self.buffers:,}",
+        ])
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable summary: total, buffers, components and formula."""
+        return dict(total=self.total, buffers=self.buffers, formula=self.formula,
+                    components={c.name: c.to_dict() for c in self.components})
+
+
+def parameter_count_for(config: ModelConfig) -> ParameterCount:
+    """Count the parameters of the model a `ModelConfig` describes, without building it.
+
+    Args:
+        config: the configuration.
+
+    Returns:
+        A [`ParameterCount`][vanilla_transformer.calculator.ParameterCount].
+
+    Raises:
+        TypeError: if `config` is not a `ModelConfig`.
+
+    Example:
+        >>> parameter_count_for(ModelConfig(11, 11, N=2)).total
+        14731787
+    """
+    if not isinstance(config, ModelConfig):
+        raise TypeError(f"config must be a ModelConfig, got {type(config).__name__}")
+    d, d_ff, n = config.d_model, config.d_ff, config.N
+    final = 2 if config.has_final_norm else 0
+    tied = config.tie_weights
+    bias = config.tgt_vocab if config.generator_bias else 0
+    components = (
+        Component("attention", 4 * d * d + 4 * d, 3 * n),
+        Component("feed_forward", 2 * d * d_ff + d_ff + d, 2 * n),
+        Component("layer_norm", 2 * d, 5 * n + final),
+        Component("src_embedding", config.src_vocab * d, 1,
+                  "shared with tgt_embedding and generator" if tied else ""),
+        Component("tgt_embedding", 0 if tied else config.tgt_vocab * d, 1,
+                  "tied: counted in src_embedding" if tied else ""),
+        Component("generator", bias + (0 if tied else config.tgt_vocab * d), 1,
+                  "tied: bias only" if tied else ""),
+    )
+    return ParameterCount(config, components, buffers=2 * config.max_len * d)
+
+
+def parameter_count(
+    src_vocab: int,
+    tgt_vocab: int,
+    N: int = 6,
+    d_model: int = 512,
+    d_ff: int = 2048,
+    h: int = 8,
+    dropout: float = 0.1,
+    *,
+    tie_weights: bool = False,
+    norm_first: bool = True,
+    layer_norm: str = "annotated",
+    final_norm: bool | None = None,
+    generator_bias: bool = True,
+    max_len: int = 5000,
+) -> ParameterCount:
+    """Count the trainable parameters `make_model` would create with the same arguments.
+
+    Nothing is built: the count comes from the closed form in the module notes. Shared (tied)
+    weights are counted once, so `total` equals the number of unique trainable tensors' elements
+    of the real model, `count_parameters(make_model(...)).total`.
+
+    Args:
+        src_vocab: source vocabulary size (0 allowed).
+        tgt_vocab: target vocabulary size (0 allowed).
+        N: layers per stack.
+        d_model: model width.
+        d_ff: feed-forward hidden width.
+        h: heads (does not change the count, but must divide `d_model`).
+        dropout: dropout probability (checked, does not change the count).
+        tie_weights: one matrix for both embeddings and the generator.
+        norm_first: pre-norm or post-norm (changes the count only through `final_norm`).
+        layer_norm: `"annotated"` or `"torch"` (both have `2 * d_model` parameters).
+        final_norm: a LayerNorm after each stack; `None` = only for pre-norm.
+        generator_bias: whether the generator's projection has a bias.
+        max_len: positional-table length (counted in `buffers` only).
+
+    Returns:
+        A [`ParameterCount`][vanilla_transformer.calculator.ParameterCount].
+
+    Raises:
+        ValueError: for the same bad arguments as `make_model` (see
+            [`ModelConfig`][vanilla_transformer.config.ModelConfig]).
+        TypeError: for a non-integer size.
+
+    Example:
+        >>> pc = parameter_count(11, 11, N=2)
+        >>> pc.total == sum(p.numel() for p in make_model(11, 11, N=2).parameters())
+        True
+        >>> parameter_count(11, 11, d_model=500, h=8)
+        Traceback (most recent call last):
+        ...
+        ValueError: d_model must be divisible by h so every head gets d_k = d_model / h features; got d_model=500, h=8 (d_model % h = 4)
+    """
+    config = ModelConfig(
+        src_vocab, tgt_vocab, N, d_model, d_ff, h, dropout,
+        tie_weights=tie_weights, norm_first=norm_first, layer_norm=layer_norm,
+        final_norm=final_norm, generator_bias=generator_bias, max_len=max_len,
+    )
+    return parameter_count_for(config)
+
+
+@dataclass(frozen=True)
+class ModuleCount:
+    """The trainable parameters of a real module, by direct child.
+
+    Attributes:
+        total: unique trainable parameter elements; a tensor reachable from several places
+            (tied weights) is counted once.
+        children: `(name, count)` for each direct child in registration order, plus
+            `("(direct)", count)` first when the module holds parameters itself. A shared tensor
+            is attributed to the first child that holds it.
+        frozen: unique parameter elements with `requires_grad=False` (not in `total`).
+        buffers: unique buffer elements (e.g. positional-encoding tables).
+    """
+
+    total: int
+    children: tuple[tuple[str, int], ...]
+    frozen: int
+    buffers: int
+
+    @property
+    def breakdown(self) -> dict[str, int]:
+        """The per-child counts as a dict."""
+        return dict(self.children)
+
+    def table(self) -> str:
+        """The per-child counts, the total, and the frozen and buffer elements as text."""
+        width = max([len(n) for n, _ in self.children] + [5])
+        number = max([len(f"{c:,}") for _, c in self.children] + [len(f"{self.total:,}")])
+        lines = [f"{n.ljust(width)}  {c:>{number},}" for n, c in self.children]
+        lines += ["-" * (width + number + 2), f"{'total'.ljust(width)}  {self.total:>{number},}",
+                  f"frozen parameters: {self.frozen:,}; buffer elements: {self.buffers:,}"]
+        return "\n".join(lines)
+
+
+def count_parameters(module: nn.Module) -> ModuleCount:
+    """Count the unique trainable parameters of any module, with a breakdown by direct child.
+
+    Tensors are identified by object identity, so a matrix shared by several submodules (tied
+    embeddings) is counted once, in the first child (registration order) that holds it; this is
+    also what `module.parameters()` yields, since it skips repeated tensors.
+
+    Args:
+        module: any `nn.Module`.
+
+    Returns:
+        A [`ModuleCount`][vanilla_transformer.calculator.ModuleCount].
+
+    Raises:
+        TypeError: if `module` is not an `nn.Module`.
+
+    Example:
+        >>> model = make_model(11, 11, N=1, d_model=32, d_ff=64, h=4, tie_weights=True)
+        >>> counts = count_parameters(model)
+        >>> counts.total == parameter_count(11, 11, N=1, d_model=32, d_ff=64, h=4,
+        ...                                 tie_weights=True).total
+        True
+        >>> counts.breakdown["src_embed"], counts.breakdown["tgt_embed"], counts.breakdown["generator"]
+        (352, 0, 11)
+    """
+    if not isinstance(module, nn.Module):
+        raise TypeError(f"module must be an nn.Module, got {type(module).__name__}")
+    seen: set[int] = set()
+
+    def take(params: Any) -> tuple[int, int]:
+        trainable = frozen = 0
+        for p in params:
+            if id(p) in seen:
+                continue
+            seen.add(id(p))
+            if p.requires_grad:
+                trainable += p.numel()
+            else:
+                frozen += p.numel()
+        return trainable, frozen
+
+    own, frozen = take(module.parameters(recurse=False))
+    children = [("(direct)", own)] if own else []
+    for name, child in module.named_children():
+        trainable, frz = take(child.parameters())
+        children.append((name, trainable))
+        frozen += frz
+    buffers = sum(b.numel() for b in {id(b): b for b in module.buffers()}.values())
+    return ModuleCount(sum(c for _, c in children), tuple(children), frozen, buffers)
+
+
+def source_terms(d_model: int = 512, vocab: int = 0) -> dict[str, int]:
+    """The four terms of the closed form derived in source 000, section 5, for `N = 6` and
+    `d_ff = 4 d`.
+
+    - 5.1 attention: 18 blocks (6 encoder, 12 decoder) of $4(d^2 + d)$: $72d^2 + 72d$.
+    - 5.2 feed-forward: 12 blocks of $d \\cdot 4d + 4d + 4d \\cdot d + d = 8d^2 + 5d$:
+      $96d^2 + 60d$.
+    - 5.3 LayerNorm: $6 \\cdot 2 + 6 \\cdot 3 + 2 = 32$ blocks of $2d$: $64d$.
+    - 5.4 embeddings: **one** $vocab \\times d$ matrix, because the source assumes the source
+      embedding, the target embedding and the generator share it, and that the generator has
+      no bias.
+
+    Args:
+        d_model: the width `d`.
+        vocab: the shared vocabulary size.
+
+    Returns:
+        `{"attention": ..., "feed_forward": ..., "layer_norm": ..., "embedding": ...}`.
+
+    Raises:
+        ValueError: if `d_model` is not positive or `vocab` is negative.
+
+    Example:
+        >>> source_terms(512, 0)
+        {'attention': 18911232, 'feed_forward': 25196544, 'layer_norm': 32768, 'embedding': 0}
+    """
+    d = check_positive_int("d_model", d_model)
+    v = check_non_negative_int("vocab", vocab)
+    return {
+        "attention": 18 * 4 * (d * d + d),
+        "feed_forward": 12 * (8 * d * d + 5 * d),
+        "layer_norm": 32 * 2 * d,
+        "embedding": v * d,
+    }
+
+
+def source_closed_form(d_model: int = 512, vocab: int = 0) -> int:
+    """The source's total $168d^2 + 196d + vocab \\cdot d$ (source 000, section 5.5).
+
+    It is the sum of [`source_terms`][vanilla_transformer.calculator.source_terms]. It counts the
+    model only when the embeddings and the generator are tied **and** the generator has no bias,
+    with `N = 6` and `d_ff = 4 d`. The sources' own `make_model` ties nothing and keeps the bias,
+    so it has $2 \\cdot vocab \\cdot d + vocab$ parameters more (a second embedding matrix, the
+    generator's matrix and its bias).
+
+    Args:
+        d_model: the width `d`.
+        vocab: the shared vocabulary size.
+
+    Returns:
+        The closed-form total.
+
+    Raises:
+        ValueError: if `d_model` is not positive or `vocab` is negative.
+
+    Example:
+        >>> v, d = 37000, 512
+        >>> source_closed_form(d, v) == 168 * d**2 + 196 * d + v * d
+        True
+        >>> source_closed_form(d, v) == parameter_count(v, v, tie_weights=True,
+        ...                                             generator_bias=False).total
+        True
+        >>> parameter_count(v, v).total - source_closed_form(d, v) == 2 * v * d + v
+        True
+    """
+    return sum(source_terms(d_model, vocab).values())
+
+
+# The FLOP and memory estimates are importable from here too (loaded on first use, so that
+# importing this module stays light and the modules below can import this one).
+_ELSEWHERE = {
+    "FlopCount": "flops", "forward_flops": "flops", "forward_flops_for": "flops",
+    "MemoryEstimate": "memory", "memory_estimate": "memory", "memory_estimate_for": "memory",
+    "dtype_bytes": "memory",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _ELSEWHERE:
+        return getattr(importlib.import_module(f".{_ELSEWHERE[name]}", __package__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

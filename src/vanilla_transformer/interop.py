@@ -1,0 +1,491 @@
+"""Interoperability with PyTorch's own `torch.nn.Transformer`: weights and masks.
+
+The package and `torch.nn` compute the same function when they are built alike, but store it
+differently:
+
+| this package | `torch.nn` |
+| --- | --- |
+| `self_attn.linears[0]`, `[1]`, `[2]` ($W^Q, W^K, W^V$ with biases) | `self_attn.in_proj_weight` / `in_proj_bias`, stacked `[q; k; v]` |
+| `self_attn.linears[3]` ($W^O$) | `self_attn.out_proj` |
+| `src_attn` (decoder) | `multihead_attn` |
+| `feed_forward.w_1`, `feed_forward.w_2` | `linear1`, `linear2` |
+| `sublayer[0].norm`, `[1]`, `[2]` | `norm1`, `norm2`, `norm3` |
+| `encoder.norm`, `decoder.norm` (`nn.Identity` when absent) | `encoder.norm`, `decoder.norm` (`None` when absent) |
+| keep-masks, `True` = may attend | `attn_mask` / `key_padding_mask`, `True` = blocked |
+
+[`load_from_torch`][vanilla_transformer.interop.load_from_torch] copies weights from `torch.nn`
+modules into the package's, [`to_torch`][vanilla_transformer.interop.to_torch] builds the
+`torch.nn` modules from the package's, and
+[`forward_with_torch_masks`][vanilla_transformer.interop.forward_with_torch_masks] and
+[`batch_masks_to_torch`][vanilla_transformer.interop.batch_masks_to_torch] translate the masks.
+The embeddings, positional encoding and generator have no counterpart inside `nn.Transformer`
+(it starts from embedded inputs and returns decoder states), so they are not converted.
+
+What must match for the two to compute the same function (anything else raises `ValueError`):
+
+- the LayerNorm: `nn.LayerNorm` (build with `make_model(..., layer_norm="torch")`); the
+  "annotated" LayerNorm uses the unbiased standard deviation and adds eps to it, a different
+  function. The eps must be equal (`1e-5`, PyTorch's default);
+- `norm_first`, `d_model`, `nhead` = `h`, `dim_feedforward` = `d_ff`, the number of layers;
+- the final LayerNorms: `nn.Transformer` always builds one after each stack, even in post-norm
+  mode, where the paper has none. Build with `make_model(..., final_norm=True)` to match it. A
+  model without final norms (the paper's post-norm, `final_norm=None`) can be exported only with
+  `to_torch(model, allow_no_final_norm=True)`, which sets `encoder.norm` and `decoder.norm` of
+  the `nn.Transformer` to `None` (a setting `nn.TransformerEncoder`/`Decoder` support; a freshly
+  constructed `nn.Transformer` cannot load that state dict);
+- `activation="relu"` (the paper's FFN) and `bias=True`; standard layer classes (a custom
+  encoder or decoder is accepted only if it is a plain `nn.TransformerEncoder` /
+  `nn.TransformerDecoder` of standard layers).
+
+`batch_first` is **not** checked when loading: it changes how inputs are laid out, not the
+weights, so a model loaded from a `batch_first=False` transformer gives the same results once the
+inputs `(seq_len, batch, d_model)` are transposed to `(batch, seq_len, d_model)`.
+[`to_torch`][vanilla_transformer.interop.to_torch] always builds `batch_first=True` modules,
+like the package.
+
+Dropout is not a weight: the package model keeps its own dropout probability when loading, and
+`to_torch` copies it.
+
+Explained on the *PyTorch's nn.Transformer and its masks* page.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator
+from typing import NamedTuple
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .attention import MultiHeadedAttention
+from .batching import Batch
+from .decoder import Decoder, DecoderLayer
+from .encoder import Encoder, EncoderLayer
+from .layers import LayerNorm
+from .masks import keep_to_attn_mask, keep_to_key_padding_mask, subsequent_mask, torch_masks_to_keep
+from .model import EncoderDecoder
+
+__all__ = [
+    "load_from_torch",
+    "to_torch",
+    "forward_with_torch_masks",
+    "TorchMasks",
+    "batch_masks_to_torch",
+]
+
+_Pairs = list[tuple[torch.Tensor, torch.Tensor]]
+"""(package tensor, torch tensor) pairs of the same shape, copied one way or the other."""
+
+
+def _mismatch(where: str, what: str, ours: object, theirs: object) -> ValueError:
+    return ValueError(f"{where}: {what} differs: the package module has {ours}, torch has {theirs}")
+
+
+def _linear_pairs(ours: nn.Linear, theirs: nn.Linear, where: str) -> _Pairs:
+    if theirs.bias is None:
+        raise ValueError(f"{where}: the torch module was built with bias=False; the package's "
+                         "linear maps always have a bias")
+    if ours.weight.shape != theirs.weight.shape:
+        raise _mismatch(where, "weight shape", tuple(ours.weight.shape), tuple(theirs.weight.shape))
+    return [(ours.weight, theirs.weight), (ours.bias, theirs.bias)]
+
+
+def _norm_pairs(ours: nn.Module, theirs: nn.Module | None, where: str) -> _Pairs:
+    if isinstance(ours, LayerNorm):
+        raise ValueError(
+            f"{where}: the package model uses the 'annotated' LayerNorm (unbiased std, eps added "
+            "to the std), a different function from nn.LayerNorm; build it with "
+            "make_model(..., layer_norm='torch')"
+        )
+    if not isinstance(theirs, nn.LayerNorm) or not isinstance(ours, nn.LayerNorm):
+        raise ValueError(f"{where}: expected nn.LayerNorm on both sides, got "
+                         f"{type(ours).__name__} and {type(theirs).__name__}")
+    if not theirs.elementwise_affine or theirs.bias is None:
+        raise ValueError(f"{where}: the torch LayerNorm has no learnable bias (bias=False or "
+                         "elementwise_affine=False); the package's has one")
+    if ours.normalized_shape != theirs.normalized_shape:
+        raise _mismatch(where, "d_model", ours.normalized_shape, theirs.normalized_shape)
+    if ours.eps != theirs.eps:
+        raise _mismatch(where, "LayerNorm eps (layer_norm_eps)", ours.eps, theirs.eps)
+    return [(ours.weight, theirs.weight), (ours.bias, theirs.bias)]
+
+
+def _attention_pairs(ours: MultiHeadedAttention, theirs: nn.Module, where: str) -> _Pairs:
+    if not isinstance(theirs, nn.MultiheadAttention):
+        raise ValueError(f"{where}: expected nn.MultiheadAttention, got {type(theirs).__name__}")
+    d_model = ours.h * ours.d_k
+    if theirs.embed_dim != d_model:
+        raise _mismatch(where, "d_model (embed_dim)", d_model, theirs.embed_dim)
+    if theirs.num_heads != ours.h:
+        raise _mismatch(where, "the number of heads (h / nhead)", ours.h, theirs.num_heads)
+    if not theirs._qkv_same_embed_dim:
+        raise ValueError(f"{where}: kdim/vdim differ from embed_dim; the package's attention "
+                         "projects queries, keys and values from d_model")
+    if theirs.in_proj_bias is None:
+        raise ValueError(f"{where}: the torch attention was built with bias=False")
+    if theirs.bias_k is not None or theirs.add_zero_attn:
+        raise ValueError(f"{where}: add_bias_kv / add_zero_attn have no package equivalent")
+    w, b = theirs.in_proj_weight, theirs.in_proj_bias
+    pairs: _Pairs = []
+    for i in range(3):  # in_proj stacks W^Q, W^K, W^V along the output axis
+        rows = slice(i * d_model, (i + 1) * d_model)
+        pairs += [(ours.linears[i].weight, w[rows]), (ours.linears[i].bias, b[rows])]
+    return pairs + _linear_pairs(ours.linears[3], theirs.out_proj, f"{where}.out_proj")
+
+
+def _check_layer(ours: EncoderLayer | DecoderLayer, theirs: nn.Module, cls: type, where: str) -> None:
+    if type(theirs) is not cls:
+        raise ValueError(f"{where}: expected a plain {cls.__name__}, got {type(theirs).__name__} "
+                         "(a custom layer may compute something else)")
+    act = theirs.activation
+    if not (act is F.relu or isinstance(act, nn.ReLU)):
+        raise ValueError(f"{where}: the torch layer's activation is {theirs.activation!r}; the "
+                         "package's feed-forward network uses relu")
+    if theirs.norm_first != ours.sublayer[0].norm_first:
+        raise _mismatch(where, "norm_first", ours.sublayer[0].norm_first, theirs.norm_first)
+    d_ff = ours.feed_forward.w_1.out_features
+    if theirs.linear1.out_features != d_ff:
+        raise _mismatch(where, "d_ff (dim_feedforward)", d_ff, theirs.linear1.out_features)
+
+
+def _ff_pairs(ours: EncoderLayer | DecoderLayer, theirs: nn.Module, where: str) -> _Pairs:
+    return (_linear_pairs(ours.feed_forward.w_1, theirs.linear1, f"{where}.linear1")
+            + _linear_pairs(ours.feed_forward.w_2, theirs.linear2, f"{where}.linear2"))
+
+
+def _encoder_layer_pairs(ours: EncoderLayer, theirs: nn.Module, where: str) -> _Pairs:
+    _check_layer(ours, theirs, nn.TransformerEncoderLayer, where)
+    return (_attention_pairs(ours.self_attn, theirs.self_attn, f"{where}.self_attn")
+            + _ff_pairs(ours, theirs, where)
+            + _norm_pairs(ours.sublayer[0].norm, theirs.norm1, f"{where}.norm1")
+            + _norm_pairs(ours.sublayer[1].norm, theirs.norm2, f"{where}.norm2"))
+
+
+def _decoder_layer_pairs(ours: DecoderLayer, theirs: nn.Module, where: str) -> _Pairs:
+    _check_layer(ours, theirs, nn.TransformerDecoderLayer, where)
+    return (_attention_pairs(ours.self_attn, theirs.self_attn, f"{where}.self_attn")
+            + _attention_pairs(ours.src_attn, theirs.multihead_attn, f"{where}.multihead_attn")
+            + _ff_pairs(ours, theirs, where)
+            + _norm_pairs(ours.sublayer[0].norm, theirs.norm1, f"{where}.norm1")
+            + _norm_pairs(ours.sublayer[1].norm, theirs.norm2, f"{where}.norm2")
+            + _norm_pairs(ours.sublayer[2].norm, theirs.norm3, f"{where}.norm3"))
+
+
+def _stack_pairs(ours: Encoder | Decoder, theirs: nn.Module, where: str) -> _Pairs:
+    cls, layer_pairs = (
+        (nn.TransformerEncoder, _encoder_layer_pairs) if isinstance(ours, Encoder)
+        else (nn.TransformerDecoder, _decoder_layer_pairs)
+    )
+    if type(theirs) is not cls:
+        raise ValueError(f"{where}: expected a plain {cls.__name__}, got {type(theirs).__name__} "
+                         "(a custom encoder or decoder cannot be mapped onto the package's)")
+    if len(theirs.layers) != len(ours.layers):
+        raise _mismatch(where, "the number of layers (N)", len(ours.layers), len(theirs.layers))
+    pairs: _Pairs = []
+    for i, (a, b) in enumerate(zip(ours.layers, theirs.layers)):
+        pairs += layer_pairs(a, b, f"{where}.layers.{i}")
+    ours_final, theirs_final = not isinstance(ours.norm, nn.Identity), theirs.norm is not None
+    if ours_final != theirs_final:
+        raise ValueError(
+            f"{where}: final LayerNorm mismatch: the package stack has "
+            f"{'one' if ours_final else 'none'}, torch has {'one' if theirs_final else 'none'}. "
+            "nn.Transformer always builds one after each stack, even with norm_first=False; "
+            "build the package model with make_model(..., final_norm=True) to match it"
+        )
+    if ours_final:
+        pairs += _norm_pairs(ours.norm, theirs.norm, f"{where}.norm")
+    return pairs
+
+
+def _model_pairs(ours: EncoderDecoder, theirs: nn.Module, where: str) -> _Pairs:
+    if not isinstance(theirs, nn.Transformer):
+        raise ValueError(f"{where}: expected nn.Transformer, got {type(theirs).__name__}")
+    return (_stack_pairs(ours.encoder, theirs.encoder, "encoder")
+            + _stack_pairs(ours.decoder, theirs.decoder, "decoder"))
+
+
+_PAIRS = (
+    (EncoderDecoder, _model_pairs),
+    (Encoder, _stack_pairs),
+    (Decoder, _stack_pairs),
+    (EncoderLayer, _encoder_layer_pairs),
+    (DecoderLayer, _decoder_layer_pairs),
+    (MultiHeadedAttention, _attention_pairs),
+)
+
+
+def _pairs(ours: nn.Module, theirs: nn.Module) -> _Pairs:
+    for cls, fn in _PAIRS:
+        if isinstance(ours, cls):
+            return fn(ours, theirs, type(theirs).__name__)
+    raise TypeError(
+        f"cannot map {type(ours).__name__} onto torch.nn; expected one of "
+        f"{', '.join(cls.__name__ for cls, _ in _PAIRS)}"
+    )
+
+
+@torch.no_grad()
+def _copy(pairs: Iterator[tuple[torch.Tensor, torch.Tensor]]) -> None:
+    for dst, src in pairs:
+        dst.copy_(src)
+
+
+def load_from_torch(model: nn.Module, torch_module: nn.Module) -> nn.Module:
+    """Copy the weights of a `torch.nn` transformer module into the package's equivalent.
+
+    Works on matching pairs: an [`EncoderDecoder`][vanilla_transformer.model.EncoderDecoder] and
+    an `nn.Transformer`, an `Encoder` and an `nn.TransformerEncoder`, a `Decoder` and an
+    `nn.TransformerDecoder`, an `EncoderLayer` and an `nn.TransformerEncoderLayer`, a
+    `DecoderLayer` and an `nn.TransformerDecoderLayer`, a `MultiHeadedAttention` and an
+    `nn.MultiheadAttention`. Everything is checked before anything is copied, so a failed call
+    leaves `model` unchanged. The embeddings and generator of an `EncoderDecoder` are left alone
+    (`nn.Transformer` has none). `batch_first` of the torch module does not matter (see the module
+    notes).
+
+    Args:
+        model: the package module to fill; for a whole model, one built with
+            `make_model(..., layer_norm="torch", norm_first=<same>, final_norm=True)` and the same
+            `d_model`, `h`, `d_ff` and `N`.
+        torch_module: the `torch.nn` module to read.
+
+    Returns:
+        `model`, with its weights replaced.
+
+    Raises:
+        ValueError: if the two do not compute the same function: the annotated LayerNorm, a
+            different `d_model`, number of heads, `d_ff`, number of layers, `norm_first`, final
+            LayerNorm or LayerNorm eps, an activation other than relu, `bias=False`, or a custom
+            layer, encoder or decoder class. The message names the offending module.
+        TypeError: if `model` is not one of the package classes above.
+
+    Example:
+        >>> torch_model = nn.Transformer(32, 4, 1, 1, 64, dropout=0.0, batch_first=True)
+        >>> model = make_model(11, 11, N=1, d_model=32, d_ff=64, h=4, dropout=0.0,
+        ...                    layer_norm="torch", norm_first=False, final_norm=True)
+        >>> model = load_from_torch(model, torch_model)
+        >>> torch.equal(model.encoder.layers[0].feed_forward.w_1.weight,
+        ...             torch_model.encoder.layers[0].linear1.weight)
+        True
+    """
+    _copy(iter(_pairs(model, torch_module)))
+    return model
+
+
+def _build_torch(ours: nn.Module, allow_no_final_norm: bool) -> nn.Module:
+    param = next(ours.parameters())
+    kw = dict(device=param.device, dtype=param.dtype)
+    if isinstance(ours, MultiHeadedAttention):
+        d_model = ours.h * ours.d_k
+        return nn.MultiheadAttention(d_model, ours.h, dropout=ours.dropout.p, batch_first=True, **kw)
+    if isinstance(ours, EncoderDecoder):
+        first = ours.encoder.layers[0]
+    elif isinstance(ours, (Encoder, Decoder)):
+        first = ours.layers[0]
+    elif isinstance(ours, (EncoderLayer, DecoderLayer)):
+        first = ours
+    else:
+        raise TypeError(
+            f"cannot build a torch.nn module from {type(ours).__name__}; expected one of "
+            f"{', '.join(cls.__name__ for cls, _ in _PAIRS)}"
+        )
+    if isinstance(first.sublayer[0].norm, LayerNorm):
+        raise ValueError(
+            "the package model uses the 'annotated' LayerNorm (unbiased std, eps added to the "
+            "std), which nn.LayerNorm cannot represent; build it with "
+            "make_model(..., layer_norm='torch')"
+        )
+    layer_kw = dict(
+        d_model=first.size, nhead=first.self_attn.h,
+        dim_feedforward=first.feed_forward.w_1.out_features, dropout=first.sublayer[0].dropout.p,
+        activation="relu", layer_norm_eps=first.sublayer[0].norm.eps, batch_first=True,
+        norm_first=first.sublayer[0].norm_first, **kw,
+    )
+    if isinstance(ours, EncoderLayer):
+        return nn.TransformerEncoderLayer(**layer_kw)
+    if isinstance(ours, DecoderLayer):
+        return nn.TransformerDecoderLayer(**layer_kw)
+
+    def final(stack: Encoder | Decoder) -> nn.LayerNorm | None:
+        if isinstance(stack.norm, nn.Identity):
+            return None
+        return nn.LayerNorm(first.size, eps=stack.norm.eps, **kw)
+
+    with warnings.catch_warnings():
+        # PyTorch warns that pre-norm encoders cannot use its nested-tensor fast path
+        warnings.filterwarnings("ignore", message="enable_nested_tensor is True")
+        if isinstance(ours, Encoder):
+            return nn.TransformerEncoder(
+                nn.TransformerEncoderLayer(**layer_kw), len(ours.layers), final(ours)
+            )
+        if isinstance(ours, Decoder):
+            return nn.TransformerDecoder(
+                nn.TransformerDecoderLayer(**layer_kw), len(ours.layers), final(ours)
+            )
+        has_final = [not isinstance(s.norm, nn.Identity) for s in (ours.encoder, ours.decoder)]
+        if not all(has_final) and not allow_no_final_norm:
+            raise ValueError(
+                "the package model has no final LayerNorm after its stacks (the paper's post-norm "
+                "arrangement), but nn.Transformer always builds one. Build the model with "
+                "make_model(..., final_norm=True), or pass allow_no_final_norm=True to get an "
+                "nn.Transformer whose encoder.norm / decoder.norm are None"
+            )
+        theirs = nn.Transformer(
+            num_encoder_layers=len(ours.encoder.layers),
+            num_decoder_layers=len(ours.decoder.layers),
+            **layer_kw,
+        )
+    if not has_final[0]:
+        theirs.encoder.norm = None
+    if not has_final[1]:
+        theirs.decoder.norm = None
+    return theirs
+
+
+def to_torch(model: nn.Module, *, allow_no_final_norm: bool = False) -> nn.Module:
+    """Build the `torch.nn` module that computes what a package module computes.
+
+    An [`EncoderDecoder`][vanilla_transformer.model.EncoderDecoder] becomes an `nn.Transformer`
+    holding its encoder and decoder stacks (not the embeddings or generator, which
+    `nn.Transformer` does not have); an `Encoder`, `Decoder`, `EncoderLayer`, `DecoderLayer` or
+    `MultiHeadedAttention` becomes its `torch.nn` counterpart. The result has `batch_first=True`,
+    activation relu, the same `norm_first`, dropout and LayerNorm eps, the same device and dtype,
+    and the same training/eval mode.
+
+    Args:
+        model: the package module.
+        allow_no_final_norm: for an `EncoderDecoder` without final LayerNorms (post-norm built
+            with `final_norm=None` or `False`), build the `nn.Transformer` anyway and set its
+            `encoder.norm` and `decoder.norm` to `None`. Without it such a model raises, because
+            a standard `nn.Transformer` always has both norms.
+
+    Returns:
+        The new `torch.nn` module with the package module's weights.
+
+    Raises:
+        ValueError: for the annotated LayerNorm, or a missing final LayerNorm without
+            `allow_no_final_norm`.
+        TypeError: for a module with no `torch.nn` counterpart.
+
+    Example:
+        >>> model = make_model(11, 11, N=1, d_model=32, d_ff=64, h=4, dropout=0.0,
+        ...                    layer_norm="torch", norm_first=True)
+        >>> t = to_torch(model)
+        >>> type(t).__name__, t.batch_first, t.encoder.layers[0].norm_first
+        ('Transformer', True, True)
+    """
+    theirs = _build_torch(model, allow_no_final_norm)
+    # copy package -> torch: the same pairs as load_from_torch, the other way round
+    _copy((t, o) for o, t in _pairs(model, theirs))
+    return theirs.train(model.training)
+
+
+def forward_with_torch_masks(
+    model: EncoderDecoder,
+    src: torch.Tensor,
+    tgt: torch.Tensor,
+    src_mask: torch.Tensor | None = None,
+    tgt_mask: torch.Tensor | None = None,
+    memory_mask: torch.Tensor | None = None,
+    src_key_padding_mask: torch.Tensor | None = None,
+    tgt_key_padding_mask: torch.Tensor | None = None,
+    memory_key_padding_mask: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Run a package model's encoder and decoder stacks as `nn.Transformer.forward` runs its own.
+
+    Takes the same arguments as `nn.Transformer(batch_first=True).forward`, with PyTorch's mask
+    conventions, converts the masks to keep-masks and calls `model.encoder` and `model.decoder`.
+    Unlike `model.forward`, which uses one `src_mask` for both, the encoder's self-attention and
+    the decoder's source attention get separate masks, as in PyTorch.
+
+    Args:
+        model: the package model.
+        src: embedded source `(batch, src_len, d_model)` (not token ids: `nn.Transformer` starts
+            after the embeddings).
+        tgt: embedded target `(batch, tgt_len, d_model)`.
+        src_mask: `attn_mask` for the encoder, `(src_len, src_len)` or
+            `(batch * h, src_len, src_len)`, bool (True = blocked) or float (0 / -inf).
+        tgt_mask: `attn_mask` for the decoder's self-attention, `(tgt_len, tgt_len)` or 3-D.
+        memory_mask: `attn_mask` for the decoder's source attention, `(tgt_len, src_len)` or 3-D.
+        src_key_padding_mask: `(batch, src_len)`, True = padding.
+        tgt_key_padding_mask: `(batch, tgt_len)`.
+        memory_key_padding_mask: `(batch, src_len)`, usually `src_key_padding_mask`.
+
+    Returns:
+        Decoder states `(batch, tgt_len, d_model)`.
+
+    Raises:
+        ValueError: for masks the conversions reject (see
+            [`masks`][vanilla_transformer.masks]) or shapes the stacks reject.
+
+    Example:
+        >>> model = make_model(11, 11, N=1, d_model=32, d_ff=64, h=4, dropout=0.0)
+        >>> src, tgt = torch.randn(2, 5, 32), torch.randn(2, 3, 32)
+        >>> causal = nn.Transformer.generate_square_subsequent_mask(3)
+        >>> forward_with_torch_masks(model, src, tgt, tgt_mask=causal).shape
+        torch.Size([2, 3, 32])
+    """
+    h = model.encoder.layers[0].self_attn.h
+    enc_keep = torch_masks_to_keep(src_mask, src_key_padding_mask, num_heads=h)
+    self_keep = torch_masks_to_keep(tgt_mask, tgt_key_padding_mask, num_heads=h)
+    cross_keep = torch_masks_to_keep(memory_mask, memory_key_padding_mask, num_heads=h)
+    memory = model.encoder(src, enc_keep)
+    return model.decoder(tgt, memory, cross_keep, self_keep)
+
+
+class TorchMasks(NamedTuple):
+    """The masks `nn.Transformer.forward` takes for one batch, in PyTorch's convention.
+
+    Pass them by name: `transformer(src, tgt, **masks._asdict())`.
+
+    Attributes:
+        src_key_padding_mask: `(batch, src_len)`, True = source padding.
+        tgt_mask: `(tgt_len, tgt_len)` bool causal mask, True = a future position (blocked).
+        tgt_key_padding_mask: `(batch, tgt_len)`, True = target padding.
+        memory_key_padding_mask: `(batch, src_len)`, the same tensor as `src_key_padding_mask`.
+    """
+
+    src_key_padding_mask: torch.Tensor
+    tgt_mask: torch.Tensor
+    tgt_key_padding_mask: torch.Tensor
+    memory_key_padding_mask: torch.Tensor
+
+
+def batch_masks_to_torch(batch: Batch) -> TorchMasks:
+    """Translate a [`Batch`][vanilla_transformer.batching.Batch]'s masks for `nn.Transformer`.
+
+    `batch.src_mask` becomes the source (and memory) key-padding mask. `batch.tgt_mask`, which
+    combines target padding with the causal mask, is split back into its two parts: a causal
+    `tgt_mask` and a `tgt_key_padding_mask` read from `batch.tgt` and `batch.pad`. Together they
+    block exactly the positions `batch.tgt_mask` blocks (checked), so `nn.Transformer` and the
+    package agree at every position, padded ones included. The source's `create_mask` in the
+    PyTorch tutorial returns the same masks (plus an all-False `src_mask`, which blocks nothing).
+
+    Args:
+        batch: a batch with a target (`Batch(src, tgt, pad)`).
+
+    Returns:
+        A [`TorchMasks`][vanilla_transformer.interop.TorchMasks].
+
+    Raises:
+        ValueError: if the batch has no target, or its `tgt_mask` is not "padding and causal".
+
+    Example:
+        >>> b = Batch(torch.tensor([[1, 5, 0]]), torch.tensor([[1, 5, 6, 0]]), pad=0)
+        >>> m = batch_masks_to_torch(b)
+        >>> m.src_key_padding_mask, m.tgt_key_padding_mask
+        (tensor([[False, False,  True]]), tensor([[False, False, False]]))
+        >>> m.tgt_mask
+        tensor([[False,  True,  True],
+                [False, False,  True],
+                [False, False, False]])
+    """
+    if not hasattr(batch, "tgt"):
+        raise ValueError("batch has no target: build it as Batch(src, tgt, pad)")
+    src_kpm = keep_to_key_padding_mask(batch.src_mask)
+    tgt_kpm = batch.tgt == batch.pad
+    causal = keep_to_attn_mask(subsequent_mask(batch.tgt.size(1)).to(batch.tgt.device))
+    if not torch.equal(~(causal | tgt_kpm.unsqueeze(1)), batch.tgt_mask.bool()):
+        raise ValueError("batch.tgt_mask is not the padding mask combined with the causal mask")
+    return TorchMasks(src_kpm, causal, tgt_kpm, src_kpm)
