@@ -87,7 +87,8 @@ def attention(
     r"""Scaled dot-product attention, written out step by step.
 
     Computes $\mathrm{softmax}(QK^\top / \sqrt{d_k})\,V$. Scores of masked positions are replaced
-    by `-1e9` before the softmax, so those positions get a weight of exactly zero.
+    by `-1e9` (or the dtype's most negative value, for float16) before the softmax, so those
+    positions get a weight of exactly zero.
 
     Args:
         query: `(..., query_len, d_k)`, e.g. `(batch, h, query_len, d_k)`.
@@ -111,7 +112,8 @@ def attention(
     scores = torch.matmul(query, key.transpose(-2, -1)) / math.sqrt(d_k)
     if mask is not None:
         blocked = ~mask if mask.dtype == torch.bool else mask == 0
-        scores = scores.masked_fill(blocked, MASK_FILL)
+        # -1e9 overflows float16, whose most negative value is about -65504
+        scores = scores.masked_fill(blocked, max(MASK_FILL, torch.finfo(scores.dtype).min))
     p_attn = scores.softmax(dim=-1)
     if dropout is not None:
         p_attn = dropout(p_attn)

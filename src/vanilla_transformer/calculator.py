@@ -110,17 +110,20 @@ def format_table(components: tuple[Component, ...], unit: str, total: int) -> st
     return "\n".join(lines)
 
 
-def describe(config: ModelConfig) -> str:
-    """One line naming a configuration's sizes and options."""
-    options = [
+def describe(config: ModelConfig, options: bool = True) -> str:
+    """`make_model(...)` with a configuration's sizes, and its options on a second line."""
+    call = (f"make_model({config.src_vocab}, {config.tgt_vocab}, N={config.N}, "
+            f"d_model={config.d_model}, d_ff={config.d_ff}, h={config.h})")
+    if not options:
+        return call
+    chosen = [
         "tied" if config.tie_weights else "untied",
         "pre-norm" if config.norm_first else "post-norm",
         f"{config.layer_norm} LayerNorm",
         "final norm" if config.has_final_norm else "no final norm",
         "generator bias" if config.generator_bias else "no generator bias",
     ]
-    return (f"src_vocab={config.src_vocab}, tgt_vocab={config.tgt_vocab}, N={config.N}, "
-            f"d_model={config.d_model}, d_ff={config.d_ff}, h={config.h} ({', '.join(options)})")
+    return f"{call}\n  {', '.join(chosen)}"
 
 
 @dataclass(frozen=True)
@@ -221,7 +224,7 @@ class ParameterCount:
             positional-encoding buffers (saved, not trained): 5,120,000
         """
         return "\n".join([
-            f"parameters of make_model({describe(self.config)})",
+            f"parameters of {describe(self.config)}",
             format_table(self.components, "parameters", self.total),
             f"positional-encoding buffers (saved, not trained): {self.buffers:,}",
         ])

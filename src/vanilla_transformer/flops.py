@@ -72,7 +72,7 @@ class FlopCount:
     Example:
         >>> fc = forward_flops(11, 11, N=2, batch=1, src_len=10, tgt_len=10)
         >>> fc.total, fc.training_total == 3 * fc.total
-        (293713920, True)
+        (294942720, True)
     """
 
     config: ModelConfig
@@ -105,11 +105,11 @@ class FlopCount:
         Example:
             >>> print(forward_flops(11, 11, N=2, batch=1, src_len=10, tgt_len=10).table()
             ...       .splitlines()[-1])
-            training step (about 3x forward): 881,141,760 FLOPs
+            training step (about 3x forward): 884,828,160 FLOPs
         """
         return "\n".join([
-            f"forward FLOPs of make_model({describe(self.config)}) for batch={self.batch}, "
-            f"src_len={self.src_len}, tgt_len={self.tgt_len}",
+            f"forward FLOPs of {describe(self.config, options=False)}",
+            f"  batch={self.batch}, src_len={self.src_len}, tgt_len={self.tgt_len}",
             format_table(self.components, "FLOPs", self.total),
             f"training step (about 3x forward): {self.training_total:,} FLOPs",
         ])
@@ -139,7 +139,7 @@ def forward_flops_for(config: ModelConfig, *, batch: int, src_len: int, tgt_len:
 
     Example:
         >>> forward_flops_for(ModelConfig(11, 11, N=2), batch=1, src_len=10, tgt_len=10).total
-        293713920
+        294942720
     """
     if not isinstance(config, ModelConfig):
         raise TypeError(f"config must be a ModelConfig, got {type(config).__name__}")

@@ -16,25 +16,29 @@ With $P$ parameters and $p$ bytes per element (4 for `float32`, 2 for `bfloat16`
 
 The activation estimate adapts section 4.1 of Korthikanti et al. (2022), "Reducing Activation
 Recomputation in Large Transformer Models" (arXiv:2205.05198), to this encoder-decoder. That
-paper counts, for one decoder-only layer without recomputation, the tensors that the backward
-pass needs: $sbh(34 + 5as/h)$ bytes for 16-bit activations and 1-byte dropout masks. Counted the
-same way here, per sublayer over $L$ query positions (with $L' $ key positions) and $a$ heads:
+paper counts, for one layer of a decoder-only model without recomputation, the tensors that the
+backward pass keeps: $sbh(34 + 5as/h)$ bytes for 16-bit activations and 1-byte dropout masks.
+Counted the same way here, for a sublayer with $L$ query positions, $L'$ key positions and $a$
+heads, in elements of $p$ bytes:
 
-| stored tensor | elements |
+| kept for the backward pass | elements |
 | --- | --- |
-| LayerNorm input | $BLd$ |
-| attention: projection input(s), $Q$, $K$, $V$, output-projection input | $5BLd$ (self), $4BLd + 2BL'd$ (cross) |
-| attention: softmax output; with dropout also its mask and output | $BaLL'$ each |
-| feed-forward: $W_1$ input; ReLU output; with dropout also its mask and output | $BLd$; $BLd_{ff}$ each |
+| LayerNorm input (the annotated LayerNorm also keeps $x - \mu$ and $a_2(x - \mu)$) | $BLd$ (annotated: $3BLd$) |
+| attention: projection input, $Q$, $K$, $V$, output-projection input | $5BLd$ (self); $3BLd + 2BL'd$ (cross: its key/value input is the encoder output, counted once) |
+| attention weights: softmax output; with dropout also the mask and the dropped weights | $BaLL'$ each |
+| feed-forward: $W_1$ input; ReLU output; with dropout also the mask and the dropped output | $BLd$; $BLd_{ff}$ each |
 | residual dropout mask | $BLd$ |
+| fused key/value projection: the concatenated $[W^K; W^V]$ copy, per attention module | $2d^2$ |
 
 plus the dropout masks after the positional encoding, the final LayerNorm inputs, the encoder
-output (read by every cross-attention, stored once), and the generator's input and
-log-probabilities $BT(d + V_{tgt})$. Tensors are $p$ bytes per element and masks 1 byte (no masks
-when `dropout == 0`). Left out: token ids, attention masks and the statistics of LayerNorm
-(all $O(BL)$). It assumes the reference attention path, which materialises the attention
-weights; fused attention kernels keep only $O(BaL)$ of them. The annotated LayerNorm, written
-with elementwise operations, stores a few more intermediate tensors than `nn.LayerNorm`.
+output (the cross-attention key/value input, one tensor shared by every decoder layer) and the
+generator's input and log-probabilities, $BT(d + V_{tgt})$. A dropout mask takes `mask_bytes`
+per element: 1 with the fused kernel used on GPUs (as in the paper), $p$ on CPU. With
+`dropout == 0` there are no masks and no dropped copies. Left out: token ids, attention masks and
+LayerNorm statistics, all $O(BL)$. The estimate assumes that the attention weights are
+materialised, as on the reference path and in PyTorch's math kernel; fused attention kernels
+keep only $O(BaL)$ of them. On CPU, for tiny models, the estimate is within about 1% of the bytes
+that autograd actually keeps on the reference path (a test measures them).
 
 Explained on the *Parameter calculator* guide page.
 """
@@ -124,7 +128,7 @@ class MemoryEstimate:
 
     Example:
         >>> m = memory_estimate(11, 11, N=2, dtype="bf16")
-        >>> m.weights == 2 * parameter_count(11, 11, N=2).total, m.optimizer_state == 2 * m.weights
+        >>> m.weights == 2 * m.parameters, m.optimizer_state == 2 * m.weights
         (True, True)
     """
 
@@ -183,12 +187,13 @@ class MemoryEstimate:
             >>> print(memory_estimate(11, 11, N=2).table().splitlines()[2])
             weights                   58,927,148 B   56.2 MiB
         """
-        head = f"memory in {self.dtype} ({self.bytes_per_element} bytes per element)"
+        lines = [f"memory of {describe(self.config)}",
+                 f"  in {self.dtype} ({self.bytes_per_element} bytes per element)"]
         if self.src_len is not None:
-            head += f" for batch={self.batch}, src_len={self.src_len}, tgt_len={self.tgt_len}"
-        lines = [f"{head} of make_model({describe(self.config)})", ""]
+            lines[-1] += f", batch={self.batch}, src_len={self.src_len}, tgt_len={self.tgt_len}"
+        lines.append("")
         for name, n in self.summary().items():
-            lines.append(f"{name.ljust(18)} {n:>18,} B  {format_bytes(n):>10}")
+            lines.append(f"{_LABELS[name].ljust(34)} {n:>17,} B {format_bytes(n):>11}")
         if self.activation_components:
             lines += ["", "activations (estimate; Korthikanti et al. 2022, adapted):",
                       format_table(self.activation_components, "bytes", self.activations)]
@@ -205,18 +210,35 @@ class MemoryEstimate:
         return data
 
 
-def _activations(config: ModelConfig, B: int, S: int, T: int, p: int) -> tuple[Component, ...]:
+_LABELS = {
+    "weights": "weights",
+    "buffers": "buffers (positional tables)",
+    "gradients": "gradients",
+    "optimizer_state": "Adam state (2 per parameter)",
+    "activations": "activations (estimate)",
+    "kv_cache_self": "key/value cache, self-attention",
+    "kv_cache_cross": "key/value cache, cross-attention",
+    "training_total": "training total",
+    "inference_total": "inference total (weights + cache)",
+}
+
+
+def _activations(
+    config: ModelConfig, B: int, S: int, T: int, p: int, mask_bytes: int
+) -> tuple[Component, ...]:
     d, d_ff, a, n = config.d_model, config.d_ff, config.h, config.N
-    m = 1 if config.dropout > 0 else 0  # a dropout mask is one byte per element
+    m = mask_bytes if config.dropout > 0 else 0  # no dropout, no masks
+    kept = p if config.dropout > 0 else 0  # dropout's output is a new tensor
+    ln = p * (3 if config.layer_norm == "annotated" else 1)  # per LayerNorm input element
 
-    def probs(q_len: int, k_len: int) -> int:  # softmax output, and dropout's mask and output
-        return B * a * q_len * k_len * (p + m * (p + 1))
+    def probs(q_len: int, k_len: int) -> int:  # softmax output, dropout mask and output
+        return B * a * q_len * k_len * (p + m + kept)
 
-    def self_attention(L: int) -> int:
-        return B * L * d * (6 * p + m) + probs(L, L)
+    def self_attention(L: int) -> int:  # LN, input, Q, K, V, W^O input, residual mask
+        return B * L * d * (ln + 5 * p + m) + probs(L, L)
 
-    def feed_forward(L: int) -> int:
-        return B * L * d * (2 * p + m) + B * L * d_ff * (p + m * (p + 1))
+    def feed_forward(L: int) -> int:  # LN, W_1 input, residual mask; ReLU, mask, W_2 input
+        return B * L * d * (ln + p + m) + B * L * d_ff * (p + m + kept)
 
     return (
         Component("embedding_dropout", B * (S + T) * d * m, 1, "masks"),
@@ -224,10 +246,12 @@ def _activations(config: ModelConfig, B: int, S: int, T: int, p: int) -> tuple[C
         Component("encoder_feed_forward", feed_forward(S), n),
         Component("encoder_output", B * S * d * p, 1, "read by every cross-attention"),
         Component("decoder_self_attention", self_attention(T), n),
-        Component("cross_attention", B * T * d * (4 * p + m) + 2 * B * S * d * p + probs(T, S), n),
+        Component("cross_attention",
+                  B * T * d * (ln + 3 * p + m) + 2 * B * S * d * p + probs(T, S), n),
         Component("decoder_feed_forward", feed_forward(T), n),
-        Component("final_norms", B * (S + T) * d * p, 1 if config.has_final_norm else 0),
+        Component("final_norms", B * (S + T) * d * ln, 1 if config.has_final_norm else 0),
         Component("generator", B * T * (d + config.tgt_vocab) * p, 1, "input, log-probs"),
+        Component("fused_kv_weights", 2 * d * d * p, 3 * n, "concatenated W^K, W^V copies"),
     )
 
 
@@ -238,6 +262,7 @@ def memory_estimate_for(
     src_len: int | None = None,
     tgt_len: int | None = None,
     dtype: torch.dtype | str = torch.float32,
+    mask_bytes: int = 1,
 ) -> MemoryEstimate:
     """Memory estimate for the model a `ModelConfig` describes.
 
@@ -247,13 +272,15 @@ def memory_estimate_for(
         src_len: source length; with `tgt_len`, enables the activation and cache estimates.
         tgt_len: target length (positions fed to the decoder).
         dtype: element type of weights, states and activations (`torch.dtype` or a name).
+        mask_bytes: bytes per dropout-mask element: 1 for the fused dropout kernel used on
+            GPUs (a bool mask), the dtype's size on CPU (where the mask is a float tensor).
 
     Returns:
         A [`MemoryEstimate`][vanilla_transformer.memory.MemoryEstimate].
 
     Raises:
-        ValueError: for a non-positive batch or length, only one of the two lengths, or an
-            unknown dtype name.
+        ValueError: for a non-positive batch, length or `mask_bytes`, only one of the two
+            lengths, or an unknown dtype name.
         TypeError: if `config` is not a `ModelConfig`.
 
     Example:
@@ -265,6 +292,7 @@ def memory_estimate_for(
     torch_dtype = _as_dtype(dtype)
     p = torch_dtype.itemsize
     B = check_positive_int("batch", batch)
+    check_positive_int("mask_bytes", mask_bytes)
     if (src_len is None) != (tgt_len is None):
         raise ValueError("give both src_len and tgt_len, or neither")
     activations: tuple[Component, ...] = ()
@@ -272,7 +300,7 @@ def memory_estimate_for(
     if src_len is not None and tgt_len is not None:
         S = check_positive_int("src_len", src_len)
         T = check_positive_int("tgt_len", tgt_len)
-        activations = _activations(config, B, S, T, p)
+        activations = _activations(config, B, S, T, p, mask_bytes)
         kv_self = 2 * config.N * B * T * config.d_model * p
         kv_cross = 2 * config.N * B * S * config.d_model * p
     return MemoryEstimate(
@@ -297,6 +325,7 @@ def memory_estimate(
     src_len: int | None = None,
     tgt_len: int | None = None,
     dtype: torch.dtype | str = torch.float32,
+    mask_bytes: int = 1,
     tie_weights: bool = False,
     norm_first: bool = True,
     layer_norm: str = "annotated",
@@ -323,6 +352,7 @@ def memory_estimate(
         src_len: source length (activations and caches need both lengths).
         tgt_len: target length.
         dtype: a `torch.dtype` or a name (`"float32"`, `"bf16"`, `"fp16"`, ...).
+        mask_bytes: bytes per dropout-mask element (1 on GPUs; the dtype's size on CPU).
         tie_weights: see `make_model`.
         norm_first: see `make_model`.
         layer_norm: see `make_model`.
@@ -349,4 +379,4 @@ def memory_estimate(
         final_norm=final_norm, generator_bias=generator_bias, max_len=max_len,
     )
     return memory_estimate_for(config, batch=batch, src_len=src_len, tgt_len=tgt_len,
-                               dtype=dtype)
+                               dtype=dtype, mask_bytes=mask_bytes)

@@ -1,0 +1,2 @@
+# %% [markdown]
+# # Training on the copy task

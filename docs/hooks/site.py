@@ -1,0 +1,78 @@
+"""Build hook: keep the site self-contained and its notebook pages and cross-references right.
+
+- The vendored front-end assets (MathJax, copied from node_modules/ by scripts/vendor_assets.py)
+  must exist, or the build stops and says how to get them.
+- Notebook pages are executed with matplotlib's inline backend, whatever MPLBACKEND the shell has,
+  so their figures appear on the page.
+- nbconvert puts a MathJax 2 loader (by default from a CDN) and its configuration into every
+  notebook page. The site loads MathJax 3 once, for every page (docs/javascripts/mathjax.js), so the
+  hook removes that block.
+- Docstrings follow the house style's `Example:` heading; Google style (griffe) reads only
+  `Examples:` as a section of doctest code and would render `Example:` as Markdown prose. The hook
+  makes griffe read both the same way, so `>>>` lines show as code.
+- A page may render an object of the package a second time (`::: vanilla_transformer.x.y` in an
+  article, to show its docstring and source there). Cross-references to that object keep going to
+  its entry in the API reference.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from pathlib import Path
+
+from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.exceptions import PluginError
+from mkdocs.plugins import event_priority
+
+log = logging.getLogger("mkdocs.hooks.site")
+
+VENDORED = ["assets/vendor/mathjax/tex-svg.js"]
+INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
+API_PREFIX = "api/"
+
+_NBCONVERT_MATHJAX = re.compile(r"<!-- Load mathjax -->.*?<!-- End of mathjax configuration -->", re.DOTALL)
+
+
+def on_config(config: MkDocsConfig) -> MkDocsConfig:
+    missing = [path for path in VENDORED if not (Path(config.docs_dir) / path).is_file()]
+    if missing:
+        raise PluginError(
+            f"missing front-end assets: {', '.join('docs/' + m for m in missing)}. "
+            "Run ./scripts/setup.sh (or: npm ci && .venv/bin/python scripts/vendor_assets.py)."
+        )
+    _read_example_sections()
+    # Kernels started by mkdocs-jupyter inherit this environment.
+    os.environ["MPLBACKEND"] = INLINE_BACKEND
+    return config
+
+
+def _read_example_sections() -> None:
+    try:
+        from griffe import DocstringSectionKind
+        from griffe._internal.docstrings import google
+    except ImportError as exc:  # pragma: no cover - pinned versions
+        raise PluginError(f"site hook: griffe has changed ({exc}); update docs/hooks/site.py") from exc
+    google._section_kind.setdefault("example", DocstringSectionKind.examples)
+
+
+def on_page_content(html: str, page, config: MkDocsConfig, files) -> str:
+    if "jupyter-wrapper" in html:
+        html = _NBCONVERT_MATHJAX.sub("", html)
+    return html
+
+
+@event_priority(0)  # before autorefs applies the cross-references (its on_env runs at -50)
+def on_env(env, config: MkDocsConfig, files):
+    autorefs = config.plugins.get("autorefs")
+    url_map = getattr(autorefs, "_primary_url_map", None)
+    if not isinstance(url_map, dict):
+        log.warning("site hook: mkdocs-autorefs has changed; API entries may not be preferred")
+        return env
+    for identifier, urls in url_map.items():
+        if len(urls) > 1:
+            api_urls = [url for url in urls if url.startswith(API_PREFIX)]
+            if api_urls:
+                url_map[identifier] = api_urls
+    return env

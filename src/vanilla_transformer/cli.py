@@ -1,0 +1,198 @@
+"""The `vanilla-transformer` command line (also `python -m vanilla_transformer`).
+
+Subcommands:
+
+- `params`: the parameter, FLOP and memory calculator of
+  [`calculator`][vanilla_transformer.calculator], without building the model.
+
+Each subcommand lives in a module that exposes `register(subparsers)`: it adds its parser with
+`subparsers.add_parser(...)` and sets `handler=function(args) -> int` with `set_defaults`. They are
+all registered in [`build_parser`][vanilla_transformer.cli.build_parser], in one place.
+
+A bad argument, or one the package rejects (a `ValueError` or `TypeError`, such as a `d_model` not
+divisible by `h`), prints one line on stderr and exits with status 2, without a traceback.
+
+Explained on the *Parameter calculator* guide page.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+from .calculator import parameter_count_for
+from .config import PRESETS, ModelConfig
+from .flops import forward_flops_for
+from .layers import LAYER_NORMS
+from .memory import memory_estimate_for
+
+__all__ = ["main", "build_parser", "register", "PRESET_VOCAB"]
+
+PROG = "vanilla-transformer"
+
+PRESET_VOCAB = 37000
+"""Vocabulary used with `--preset` when `--src-vocab`/`--tgt-vocab` are not given: the paper's
+shared English-German byte-pair vocabulary of about 37000 tokens (section 5.1)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An `ArgumentParser` whose errors are one line on stderr (no usage block) and exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of the `vanilla-transformer` command, with every subcommand registered.
+
+    Returns:
+        The top-level `argparse.ArgumentParser`.
+
+    Example:
+        >>> args = build_parser().parse_args(["params", "--preset", "base"])
+        >>> args.command, args.preset
+        ('params', 'base')
+    """
+    parser = _Parser(
+        prog=PROG,
+        description="The original encoder-decoder Transformer: tools on the command line.",
+    )
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                       parser_class=_Parser)
+    # ---- Subcommand registrations: the single place where subcommands are added. ----
+    # Each line calls a module's register(subparsers); add new subcommands here.
+    register(subparsers)  # params
+    # ---- end of subcommand registrations ----
+    return parser
+
+
+def register(subparsers: Any) -> None:
+    """Add the `params` subcommand to `subparsers`.
+
+    Args:
+        subparsers: the object returned by `ArgumentParser.add_subparsers`.
+    """
+    p = subparsers.add_parser(
+        "params",
+        help="count parameters, FLOPs and memory of a model without building it",
+        description=(
+            "Count the trainable parameters of make_model(...) and estimate its memory; with "
+            "--src-len/--tgt-len also its forward FLOPs, activations and key/value cache. "
+            f"--preset uses the paper's sizes and, unless given, a shared vocabulary of "
+            f"{PRESET_VOCAB}; other options keep make_model's defaults (untied weights, "
+            "pre-norm, generator bias)."
+        ),
+    )
+    model = p.add_argument_group("model (as make_model)")
+    model.add_argument("--preset", choices=sorted(PRESETS),
+                       help="the paper's base or big sizes (Table 3)")
+    model.add_argument("--src-vocab", type=int, help="source vocabulary size")
+    model.add_argument("--tgt-vocab", type=int, help="target vocabulary size")
+    model.add_argument("-N", "--N", type=int, dest="N", help="layers per stack (6)")
+    model.add_argument("--d-model", type=int, help="model width (512)")
+    model.add_argument("--d-ff", type=int, help="feed-forward width (2048)")
+    model.add_argument("--h", type=int, help="attention heads (8)")
+    model.add_argument("--dropout", type=float, help="dropout probability (0.1)")
+    model.add_argument("--tie-weights", action="store_true", default=None,
+                       help="share one matrix between both embeddings and the generator")
+    model.add_argument("--norm-first", action=argparse.BooleanOptionalAction, default=None,
+                       help="pre-norm residual blocks (default) or, with --no-norm-first, "
+                            "post-norm")
+    model.add_argument("--post-norm", action="store_false", dest="norm_first", default=None,
+                       help="the paper's post-norm blocks (same as --no-norm-first)")
+    model.add_argument("--layer-norm", choices=LAYER_NORMS, help="LayerNorm flavour")
+    model.add_argument("--final-norm", action=argparse.BooleanOptionalAction, default=None,
+                       help="a LayerNorm after each stack (default: only for pre-norm)")
+    model.add_argument("--no-generator-bias", action="store_false", dest="generator_bias",
+                       default=None, help="no bias in the generator's projection")
+    model.add_argument("--max-len", type=int, help="positional-table length (5000)")
+    run = p.add_argument_group("workload (for FLOPs, activations and the key/value cache)")
+    run.add_argument("--batch", type=int, help="sentence pairs per batch (1)")
+    run.add_argument("--src-len", type=int, help="source length (default: --tgt-len)")
+    run.add_argument("--tgt-len", type=int, help="target length (default: --src-len)")
+    p.add_argument("--dtype", default="float32", help="float32 (default), bf16, fp16, float64")
+    p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    p.set_defaults(handler=run_params)
+
+
+def config_from_args(args: argparse.Namespace) -> ModelConfig:
+    """The `ModelConfig` that parsed `params` options describe (validated).
+
+    Raises:
+        ValueError: if a vocabulary is missing without `--preset`, or for any bad value.
+    """
+    values: dict[str, Any] = dict(PRESETS[args.preset]) if args.preset else {}
+    if args.preset:
+        values.update(src_vocab=PRESET_VOCAB, tgt_vocab=PRESET_VOCAB)
+    names = ("src_vocab", "tgt_vocab", "N", "d_model", "d_ff", "h", "dropout", "tie_weights",
+             "norm_first", "layer_norm", "final_norm", "generator_bias", "max_len")
+    values.update({n: getattr(args, n) for n in names if getattr(args, n) is not None})
+    if "src_vocab" not in values or "tgt_vocab" not in values:
+        raise ValueError("--src-vocab and --tgt-vocab are required unless --preset is given")
+    return ModelConfig(**values)
+
+
+def run_params(args: argparse.Namespace) -> int:
+    """Print the calculator's figures for parsed `params` options; return the exit status."""
+    config = config_from_args(args)
+    src_len = args.src_len if args.src_len is not None else args.tgt_len
+    tgt_len = args.tgt_len if args.tgt_len is not None else args.src_len
+    if args.batch is not None and src_len is None:
+        raise ValueError("--batch needs --src-len or --tgt-len")
+    batch = 1 if args.batch is None else args.batch
+    params = parameter_count_for(config)
+    memory = memory_estimate_for(config, batch=batch, src_len=src_len, tgt_len=tgt_len,
+                                 dtype=args.dtype)
+    flops = None
+    if src_len is not None:
+        flops = forward_flops_for(config, batch=batch, src_len=src_len, tgt_len=tgt_len)
+    if args.json:
+        data = dict(config=config.to_dict(), parameters=params.to_dict(),
+                    memory=memory.to_dict())
+        if flops is not None:
+            data["flops"] = flops.to_dict()
+        print(json.dumps(data, indent=2))
+        return 0
+    sections = [params.table(), f"formula: {params.formula}", memory.table()]
+    if flops is not None:
+        sections.append(flops.table())
+    else:
+        sections.append("(add --src-len and --tgt-len for FLOPs, activations and the "
+                        "key/value cache)")
+    print("\n\n".join(sections))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line with `argv` (default: `sys.argv[1:]`).
+
+    Args:
+        argv: the arguments, without the program name.
+
+    Returns:
+        The exit status: 0 on success, 2 for a bad argument (one line on stderr).
+
+    Example:
+        >>> main(["params", "--src-vocab", "11", "--tgt-vocab", "11", "-N", "2"])
+        ... # doctest: +ELLIPSIS
+        parameters of make_model(11, 11, N=2, ...
+        total...14,731,787
+        ...
+        0
+        >>> main(["params", "--preset", "base", "--d-model", "500"])  # one line on stderr
+        2
+    """
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:  # --help, or an argparse error already printed
+        return exit_.code if isinstance(exit_.code, int) else 1
+    try:
+        return args.handler(args)
+    except (ValueError, TypeError) as error:
+        message = " ".join(str(error).split())
+        print(f"{PROG} {args.command}: error: {message}", file=sys.stderr)
+        return 2

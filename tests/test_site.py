@@ -1,0 +1,436 @@
+"""Browser tests of the built documentation site.
+
+scripts/test.sh builds the site into site/ (`mkdocs build --strict`) before running pytest; these
+tests serve that directory on 127.0.0.1 and open every page in Debian's Chromium through
+Playwright. They check what a reader would see and what the strict build cannot:
+
+- every page loads without console errors or uncaught exceptions;
+- no page requests anything from another origin (every such request is aborted and reported);
+- every formula is typeset by MathJax, on Markdown pages and on notebook pages, without errors;
+- every image has loaded and has alt text;
+- the search finds the API entries, a cross-reference from an article lands on its API entry, and
+  instant navigation typesets the math of the page it brings in;
+- every internal link and anchor of every built page resolves (a crawler over the HTML files).
+
+VANILLA_TRANSFORMER_SITE_DIR points the tests at another build directory.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import posixpath
+import re
+import threading
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urljoin, urlsplit
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SITE = Path(os.environ.get("VANILLA_TRANSFORMER_SITE_DIR", ROOT / "site")).resolve()
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--headless=new",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+]
+TIMEOUT_MS = 30_000
+
+# Elements whose text is code or markup, not prose: a leftover TeX delimiter in them is fine.
+NOT_PROSE = "pre, code, script, style, textarea, mjx-container, .highlight, .jp-InputArea, .jp-OutputArea"
+
+
+# --------------------------------------------------------------------------------------------- #
+# The site, a server and a browser, shared by every test of this module                        #
+# --------------------------------------------------------------------------------------------- #
+
+
+def site_pages(site: Path) -> list[str]:
+    """URL paths ("/", "/api/masks/", ...) of every page: each index.html except the 404 page."""
+    pages = []
+    for index in sorted(site.rglob("index.html")):
+        rel = index.parent.relative_to(site).as_posix()
+        if rel.startswith("assets") or rel == "404":
+            continue
+        pages.append("/" if rel == "." else f"/{rel}/")
+    return pages
+
+
+@pytest.fixture(scope="module")
+def site() -> Path:
+    if not (SITE / "index.html").is_file():
+        pytest.fail(
+            f"the built site is missing: {SITE / 'index.html'} does not exist. Build it first with "
+            "`.venv/bin/python -m mkdocs build --strict --site-dir site` (scripts/test.sh does).",
+            pytrace=False,
+        )
+    return SITE
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002 - the base class's signature
+        pass
+
+
+@pytest.fixture(scope="module")
+def origin(site: Path):
+    """Serve the site with http.server on 127.0.0.1 at a free port, in a background thread."""
+    handler = functools.partial(_QuietHandler, directory=str(site))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not Path(CHROMIUM).is_file():
+        pytest.fail(f"{CHROMIUM} not found: install it with `apt-get install -y chromium`", pytrace=False)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+class Recorder:
+    """What went wrong on a page: console errors, page errors, outside or failed requests."""
+
+    def __init__(self, origin: str) -> None:
+        self.origin = origin
+        self.blocked: list[str] = []
+        self.errors: list[str] = []
+
+    def route(self, route) -> None:
+        url = route.request.url
+        if url.startswith(self.origin + "/") or url == self.origin:
+            route.continue_()
+        else:
+            self.blocked.append(url)
+            route.abort("blockedbyclient")
+
+    def console(self, message) -> None:
+        if message.type == "error":
+            self.errors.append(f"console error: {message.text}")
+
+    def page_error(self, error) -> None:
+        self.errors.append(f"page error: {error}")
+
+    def response(self, response) -> None:
+        if response.status >= 400:
+            self.errors.append(f"HTTP {response.status} for {response.url}")
+
+    def request_failed(self, request) -> None:
+        if request.url.startswith(self.origin):
+            self.errors.append(f"request failed: {request.url} ({request.failure})")
+
+    def take(self) -> tuple[list[str], list[str]]:
+        blocked, errors = self.blocked, self.errors
+        self.blocked, self.errors = [], []
+        return blocked, errors
+
+
+@pytest.fixture(scope="module")
+def tab(browser, origin):
+    """One page of a browser context whose every request goes through the recorder."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme="light")
+    recorder = Recorder(origin)
+    context.route("**/*", recorder.route)
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    page.on("console", recorder.console)
+    page.on("pageerror", recorder.page_error)
+    page.on("response", recorder.response)
+    page.on("requestfailed", recorder.request_failed)
+    page.recorder = recorder
+    try:
+        yield page
+    finally:
+        context.close()
+
+
+# --------------------------------------------------------------------------------------------- #
+# In-page checks                                                                               #
+# --------------------------------------------------------------------------------------------- #
+
+WAIT_FOR_MATH = "() => document.documentElement.getAttribute('data-math-typeset') === location.pathname"
+
+MATH_PROBLEMS = """(notProse) => {
+  const problems = [];
+  for (const el of document.querySelectorAll('.arithmatex')) {
+    if (!el.querySelector('mjx-container')) {
+      problems.push('formula not typeset: ' + el.textContent.trim().slice(0, 80));
+    }
+  }
+  for (const el of document.querySelectorAll('[data-mjx-error], mjx-merror, [data-mml-node="merror"]')) {
+    problems.push('MathJax error: ' + (el.getAttribute('data-mjx-error') || el.textContent).slice(0, 120));
+  }
+  const content = document.querySelector('.md-content');
+  if (content) {
+    const walker = document.createTreeWalker(content, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      const parent = node.parentElement;
+      if (!parent || parent.closest(notProse)) continue;
+      const text = node.textContent;
+      const inNotebook = parent.closest('.jupyter-wrapper') !== null;
+      if (/\\\\\\(|\\\\\\[|\\$\\$/.test(text) || (inNotebook && /\\$[^$\\s][^$]*\\$/.test(text))) {
+        problems.push('raw TeX left in the text: ' + text.trim().slice(0, 100));
+      }
+    }
+  }
+  return {problems, containers: document.querySelectorAll('mjx-container').length};
+}"""
+
+IMAGE_PROBLEMS = """async () => {
+  const images = Array.from(document.images);
+  await Promise.all(images.map((img) => {
+    img.loading = 'eager';
+    return img.decode().catch(() => null);
+  }));
+  const problems = [];
+  for (const img of images) {
+    const name = (img.getAttribute('src') || '').slice(0, 80);
+    if (!img.complete || img.naturalWidth === 0) problems.push('image not loaded: ' + name);
+    if (!(img.getAttribute('alt') || '').trim()) problems.push('image without alt text: ' + name);
+  }
+  return {problems, count: images.length};
+}"""
+
+DIAGRAMS = "() => document.querySelectorAll('.mermaid, pre.mermaid, code.language-mermaid, .jp-Mermaid').length"
+
+
+def check_page(tab, url: str) -> tuple[list[str], dict[str, int]]:
+    """Load `url` and return the problems found on it, and a few counts."""
+    problems: list[str] = []
+    tab.goto(url, wait_until="load")
+    try:
+        tab.wait_for_function(WAIT_FOR_MATH, timeout=TIMEOUT_MS)
+    except Exception:  # noqa: BLE001 - reported as a problem of the page
+        problems.append("MathJax never finished typesetting (is assets/vendor/mathjax/tex-svg.js served?)")
+    math = tab.evaluate(MATH_PROBLEMS, NOT_PROSE)
+    images = tab.evaluate(IMAGE_PROBLEMS)
+    if tab.evaluate(DIAGRAMS):
+        problems.append(
+            "the page has a mermaid diagram, but the site does not ship mermaid: draw the figure "
+            "with a docs/figures/*.py script instead"
+        )
+    problems += math["problems"] + images["problems"]
+    return problems, {"formulas": math["containers"], "images": images["count"]}
+
+
+def navigate_instantly(tab, href: str) -> None:
+    """Follow a link the way a reader does, so that Material's instant navigation handles it."""
+    tab.evaluate(
+        """(href) => {
+          const a = document.createElement('a');
+          a.href = href;
+          document.body.appendChild(a);
+          a.click();
+        }""",
+        href,
+    )
+
+
+# --------------------------------------------------------------------------------------------- #
+# Tests                                                                                        #
+# --------------------------------------------------------------------------------------------- #
+
+
+def test_every_page_renders_self_contained(site, origin, tab, capsys):
+    pages = site_pages(site)
+    assert len(pages) > 1, f"no pages found under {site}"
+    failures: dict[str, list[str]] = {}
+    blocked_total: list[str] = []
+    formulas = images = 0
+    for path in pages:
+        problems, counts = check_page(tab, origin + path)
+        blocked, errors = tab.recorder.take()
+        blocked_total += blocked
+        problems += errors + [f"request outside the site blocked: {url}" for url in blocked]
+        formulas += counts["formulas"]
+        images += counts["images"]
+        if problems:
+            failures[path] = problems
+    with capsys.disabled():
+        print(
+            f"\nsite: checked {len(pages)} pages ({formulas} formulas, {images} images); "
+            f"blocked {len(blocked_total)} requests outside the site"
+        )
+    assert not failures, "problems on the built pages:\n" + "\n".join(
+        f"{path}\n    " + "\n    ".join(problems) for path, problems in failures.items()
+    )
+
+
+def test_search_finds_api_entries(origin, tab):
+    tab.goto(origin + "/", wait_until="load")
+    tab.fill("input.md-search__input", "MultiHeadedAttention")
+    results = tab.locator(".md-search-result__item")
+    results.first.wait_for(state="attached", timeout=TIMEOUT_MS)
+    hrefs = tab.eval_on_selector_all(".md-search-result__item a", "links => links.map(a => a.href)")
+    assert any("/api/attention/" in href for href in hrefs), hrefs
+    blocked, errors = tab.recorder.take()
+    assert not blocked and not errors, blocked + errors
+
+
+def article_api_links(site: Path) -> list[tuple[str, str]]:
+    """(article path, link) for every cross-reference from an article to the API reference."""
+    links = []
+    for index in sorted((site / "articles").rglob("index.html")):
+        path = "/" + index.parent.relative_to(site).as_posix() + "/"
+        for href in re.findall(r'<a [^>]*class="autorefs autorefs-internal"[^>]*href="([^"]+)"', _read(index)):
+            links.append((path, href))
+        for href in re.findall(r'<a [^>]*href="([^"]+)"[^>]*class="autorefs autorefs-internal"', _read(index)):
+            links.append((path, href))
+    return [(path, href) for path, href in links if "/api/" in urljoin(path, href)]
+
+
+def test_cross_reference_from_an_article_lands_on_its_api_entry(site, origin, tab):
+    links = article_api_links(site)
+    assert links, "no article links to an entry of the API reference (e.g. [make_model][vanilla_transformer.model.make_model])"
+    article, href = links[0]
+    tab.goto(origin + article, wait_until="load")
+    tab.evaluate("() => { window.__sameDocument = true; }")
+    link = tab.locator(f'.md-content a.autorefs-internal[href="{href}"]').first
+    link.scroll_into_view_if_needed()
+    link.click()
+    target = urlsplit(urljoin(origin + article, href))
+    tab.wait_for_function("(path) => location.pathname === path", arg=target.path)
+    assert target.path.startswith("/api/"), target.path
+    anchor = unquote(target.fragment)
+    assert anchor, href
+    tab.wait_for_function("(id) => document.getElementById(id) !== null", arg=anchor)
+    heading = tab.evaluate("(id) => document.getElementById(id).textContent", anchor)
+    assert anchor.rsplit(".", 1)[-1] in heading, (anchor, heading)
+    blocked, errors = tab.recorder.take()
+    assert not blocked and not errors, blocked + errors
+
+
+def pages_with_math(site: Path) -> list[str]:
+    found = []
+    for path in site_pages(site):
+        html = _read(site / path.strip("/") / "index.html") if path != "/" else _read(site / "index.html")
+        if 'class="arithmatex"' in html or ("jupyter-wrapper" in html and "$" in html):
+            found.append(path)
+    return found
+
+
+def test_instant_navigation_typesets_math(site, origin, tab):
+    targets = pages_with_math(site)
+    assert targets, "no page of the site has math"
+    notebook_targets = [p for p in targets if "jupyter-wrapper" in _read(site / p.strip("/") / "index.html")]
+    markdown_targets = [p for p in targets if p not in notebook_targets]
+    chosen = markdown_targets[:1] + notebook_targets[:1]
+    tab.goto(origin + "/", wait_until="load")
+    tab.wait_for_function(WAIT_FOR_MATH)
+    tab.evaluate("() => { window.__sameDocument = true; }")
+    for path in chosen:
+        navigate_instantly(tab, origin + path)
+        tab.wait_for_function("(path) => location.pathname === path", arg=path)
+        tab.wait_for_function(WAIT_FOR_MATH)
+        assert tab.evaluate("() => window.__sameDocument === true"), (
+            f"navigating to {path} reloaded the page: instant navigation is off"
+        )
+        math = tab.evaluate(MATH_PROBLEMS, NOT_PROSE)
+        assert not math["problems"], (path, math["problems"])
+        assert math["containers"] > 0, f"{path}: no formula typeset after instant navigation"
+    blocked, errors = tab.recorder.take()
+    assert not blocked and not errors, blocked + errors
+
+
+def test_dark_mode_follows_the_reader(browser, origin):
+    context = browser.new_context(color_scheme="dark")
+    try:
+        page = context.new_page()
+        page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(origin) else route.abort())
+        page.goto(origin + "/", wait_until="load")
+        scheme = page.evaluate("() => document.body.getAttribute('data-md-color-scheme')")
+        assert scheme == "slate"
+    finally:
+        context.close()
+
+
+# --------------------------------------------------------------------------------------------- #
+# Links and anchors of the built HTML (no browser)                                             #
+# --------------------------------------------------------------------------------------------- #
+
+
+@functools.lru_cache(maxsize=None)
+def _read(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+class _LinksAndIds(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.ids: set[str] = set()
+        self.links: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if attrs.get("id"):
+            self.ids.add(attrs["id"])
+        if tag == "a" and attrs.get("name"):
+            self.ids.add(attrs["name"])
+        for attr in ("href", "src"):
+            if attrs.get(attr) and tag in ("a", "img", "script", "link", "source", "iframe"):
+                self.links.append(attrs[attr])
+
+
+@functools.lru_cache(maxsize=None)
+def _parse(path: Path) -> _LinksAndIds:
+    parser = _LinksAndIds()
+    parser.feed(_read(path))
+    return parser
+
+
+def _target_file(site: Path, path: str) -> Path | None:
+    rel = posixpath.normpath(unquote(path)).lstrip("/")
+    candidate = site / rel if rel not in ("", ".") else site
+    if candidate.is_dir():
+        candidate = candidate / "index.html"
+    return candidate if candidate.is_file() else None
+
+
+def test_every_internal_link_and_anchor_resolves(site):
+    broken = []
+    pages = 0
+    for html_file in sorted(site.rglob("*.html")):
+        if html_file.relative_to(site).parts[0] == "assets":
+            continue
+        pages += 1
+        page_url = "/" + html_file.relative_to(site).as_posix()
+        for link in _parse(html_file).links:
+            parts = urlsplit(link)
+            if parts.scheme or parts.netloc or link.startswith(("mailto:", "data:", "javascript:")):
+                continue
+            resolved = urlsplit(urljoin(page_url, link))
+            target = _target_file(site, resolved.path)
+            if target is None:
+                broken.append(f"{page_url}: {link} (no such file)")
+                continue
+            if resolved.fragment and target.suffix == ".html":
+                if unquote(resolved.fragment) not in _parse(target).ids:
+                    broken.append(f"{page_url}: {link} (no id {resolved.fragment!r} on the target page)")
+    assert pages > 1
+    assert not broken, f"{len(broken)} broken links:\n" + "\n".join(broken[:100])
+
+
+def test_pages_are_discovered(site):
+    pages = site_pages(site)
+    assert "/" in pages and "/api/attention/" in pages, pages
+    assert all(not p.startswith("/404") for p in pages)
