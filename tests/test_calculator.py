@@ -163,6 +163,10 @@ def test_table_lists_every_component_and_the_total():
 # ---- count_parameters on PyTorch's own modules ------------------------------------------------
 
 
+NESTED_TENSOR_NOTE = pytest.mark.filterwarnings("ignore:enable_nested_tensor is True")
+
+
+@NESTED_TENSOR_NOTE
 @pytest.mark.parametrize("kwargs", [
     dict(num_encoder_layers=1, num_decoder_layers=1),
     dict(num_encoder_layers=2, num_decoder_layers=1, norm_first=True),
@@ -170,18 +174,18 @@ def test_table_lists_every_component_and_the_total():
     dict(num_encoder_layers=2, num_decoder_layers=2, bias=False, norm_first=True),
 ])
 def test_count_parameters_equals_pytorchs_sum_on_nn_transformer(kwargs):
-    t = nn.Transformer(d_model=16, nhead=2, dim_feedforward=32, dropout=0.0,
-                       enable_nested_tensor=False, **kwargs)
+    t = nn.Transformer(d_model=16, nhead=2, dim_feedforward=32, dropout=0.0, **kwargs)
     counted = count_parameters(t)
     assert counted.total == sum(p.numel() for p in t.parameters())
     assert [name for name, _ in counted.children] == ["encoder", "decoder"]
 
 
+@NESTED_TENSOR_NOTE
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_parameter_count_matches_nn_transformer_with_the_same_arrangement(norm_first):
     # nn.Transformer has biases everywhere and a final LayerNorm per stack; no embeddings.
     t = nn.Transformer(d_model=16, nhead=2, num_encoder_layers=2, num_decoder_layers=2,
-                       dim_feedforward=24, norm_first=norm_first, enable_nested_tensor=False)
+                       dim_feedforward=24, norm_first=norm_first)
     pc = parameter_count(0, 0, N=2, d_model=16, d_ff=24, h=2, norm_first=norm_first,
                          final_norm=True, layer_norm="torch")
     assert pc.total == sum(p.numel() for p in t.parameters())

@@ -253,7 +253,8 @@ def test_torch_masks_to_keep_merges_like_multihead_attention():
 
 def test_torch_masks_to_keep_rejects_disagreeing_masks():
     with pytest.raises(ValueError, match="disagree"):
-        torch_masks_to_keep(torch.zeros(3, 3, dtype=torch.bool), torch.zeros(2, 4, dtype=torch.bool))
+        torch_masks_to_keep(torch.zeros(3, 3, dtype=torch.bool),
+                            torch.zeros(2, 4, dtype=torch.bool))
     with pytest.raises(ValueError, match="disagree"):
         torch_masks_to_keep(torch.zeros(6, 3, 3, dtype=torch.bool),
                             torch.zeros(2, 3, dtype=torch.bool), num_heads=2)

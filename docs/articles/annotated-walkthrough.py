@@ -336,16 +336,17 @@ print(pairs)
 assert pairs[1] == ("linears[1]", "key") and pairs[2] == ("linears[2]", "value")
 
 # %% [markdown]
-# The package writes the projections out by name instead of with `zip` (when key and value are
-# one tensor, as in self-attention, it even fuses the two projections into one matrix
-# multiplication), but the assignment is the same. The next cell proves it: it recomputes the
+# The package writes the projections out by name instead of with `zip` (when query, key and value
+# are one tensor, as in self-attention, it even fuses the three projections into one matrix
+# multiplication, and in source attention it fuses the key and value projections), but the
+# assignment is the same. The next cell proves it: it recomputes the
 # module's output with key projected by `linears[1]` and value by `linears[2]`, and checks that
 # swapping the two gives a different answer. (The four maps are first given independent random
 # values, as `make_model` does; straight after `clones` they are equal and a swap would change
 # nothing.)
 
 # %%
-show_source(MultiHeadedAttention._project_kv)
+show_source(MultiHeadedAttention._project)
 
 # %%
 torch.manual_seed(0)
@@ -1035,9 +1036,9 @@ assert layer_out.shape == x0.shape
 # and records the shapes going in and out of each call, in the order the calls start. The
 # callable argument of each `SublayerConnection` is not a tensor, so only `x` is listed as its
 # input. The feed-forward network's widening to `d_ff` shows in its own rows. Of the attention
-# module's `linears` only `0` (queries) and `3` (output) appear: in self-attention key and value
-# are the same tensor, so `_project_kv` applies the weights of `linears[1]` and `linears[2]` in
-# one fused matrix multiplication instead of calling the two modules.
+# module's `linears` only `3` (output) appears: in self-attention query, key and value are the
+# same tensor, so `_project` applies the weights of `linears[0]`, `linears[1]` and `linears[2]`
+# in one fused matrix multiplication instead of calling the three modules.
 
 # %%
 from vanilla_transformer.tracing import format_shape_table, trace_shapes
@@ -1046,7 +1047,8 @@ records = trace_shapes(e0, x0, src_pad_mask)
 print(format_shape_table(records))
 by_path = {r.path: r for r in records}
 assert by_path["feed_forward.w_1"].output == (2, 7, 64)
-assert by_path[""].output == tuple(x0.shape) and "self_attn.linears.0" in by_path
+assert by_path[""].output == tuple(x0.shape) and "self_attn.linears.3" in by_path
+assert "self_attn.linears.0" not in by_path  # fused into one matrix multiply
 
 # %% [markdown]
 # ## `Encoder`

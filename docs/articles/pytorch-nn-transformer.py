@@ -26,8 +26,8 @@
 # weights, and the two are proved equal with `torch.allclose`. The tools for that live in the
 # package:
 #
-# - [`vanilla_transformer.masks`](../api/masks.md) converts masks in both directions;
-# - [`vanilla_transformer.interop`](../api/interop.md) copies weights from `torch.nn` modules
+# - [`vanilla_transformer.masks`](../../api/masks/) converts masks in both directions;
+# - [`vanilla_transformer.interop`](../../api/interop/) copies weights from `torch.nn` modules
 #   (`load_from_torch`), builds `torch.nn` modules from the package's (`to_torch`), and runs the
 #   package's stacks with PyTorch-style masks (`forward_with_torch_masks`,
 #   `batch_masks_to_torch`).
@@ -165,8 +165,9 @@ assert torch.equal(attn_mask, keep_to_attn_mask(subsequent_mask(4), float_mask=T
 assert torch.equal(attn_mask_to_keep(attn_mask), subsequent_mask(4))
 
 # %% [markdown]
-# For a square mask the helper agrees with PyTorch's `nn.Transformer.generate_square_subsequent_mask`
-# and with the package's `subsequent_mask`, converted. (What it does with two *different* sizes is
+# For a square mask the helper agrees with PyTorch's
+# `nn.Transformer.generate_square_subsequent_mask` and with the package's `subsequent_mask`,
+# converted. (What it does with two *different* sizes is
 # the subject of section 1.4 B.)
 #
 # The source then turns the float mask into a bool one with `.bool()`. That happens to be right:
@@ -178,7 +179,8 @@ assert torch.equal(attn_mask_to_keep(attn_mask), subsequent_mask(4))
 bool_attn_mask = attn_mask.bool()
 print(bool_attn_mask)
 assert torch.equal(bool_attn_mask, keep_to_attn_mask(subsequent_mask(4)))
-assert torch.equal(subsequent_mask(4)[0].bool(), ~bool_attn_mask)  # .bool() keeps a keep-mask as it is
+# .bool() leaves a keep-mask as it is: still True = may attend
+assert torch.equal(subsequent_mask(4)[0].bool(), ~bool_attn_mask)
 
 # %% [markdown]
 # With the mask, each position attends only to itself and the positions before it: the weights
@@ -367,7 +369,8 @@ print(out)
 transformer_encoder = nn.TransformerEncoder(encoder_layer, num_layers=2)
 same_start = torch.equal(transformer_encoder.layers[0].linear1.weight,
                          transformer_encoder.layers[1].linear1.weight)
-print("both layers start with the same weights:", same_start, "| final norm:", transformer_encoder.norm)
+print("both layers start with the same weights:", same_start)
+print("final norm:", transformer_encoder.norm)
 with torch.no_grad():  # make the two layers differ, as after training
     for p in transformer_encoder.layers[1].parameters():
         p.add_(0.1 * torch.randn_like(p))
@@ -383,8 +386,9 @@ print(out)
 # **PyTorch's fast path.** In eval mode, without gradients, and when a few other conditions hold,
 # `nn.TransformerEncoder` packs the batch into a nested tensor that leaves the padded positions
 # out, and returns **zeros** there. The values at real positions do not change. This is why the
-# comparisons on this page switch the fast path off (`torch.backends.mha.set_fastpath_enabled(False)`
-# at the top): with it off, padded positions can be compared too.
+# comparisons on this page switch the fast path off, with
+# `torch.backends.mha.set_fastpath_enabled(False)` at the top: with it off, padded positions can
+# be compared too.
 
 # %%
 transformer_encoder.eval()
@@ -454,14 +458,15 @@ print(tgt_keep[0].int())
 # `memory_mask` has shape `(tgt_len, src_len)` and `memory_key_padding_mask` `(batch, src_len)`,
 # the source's padding.
 #
-# > **Correction.** The source builds `memory_mask = generate_subsequent_mask(6, 4)` and reads it as
-# > a subsequent mask between target and source. In fact the helper makes a triangle of ones of shape
-# > `(src_sz, tgt_sz) = (4, 6)` and transposes it, so the result has shape `(tgt_sz, src_sz)` and
-# > lets **target position `t` see source positions `0..t`** (all of them once `t >= src_sz - 1`).
-# > It aligns position `t` of the target with position `t` of the source, which means nothing in
-# > translation, where the two sentences' positions do not correspond. With fewer target than
-# > source positions, the last source positions are never seen at all. This is why `memory_mask`
-# > is left as `None` in practice, as the source itself concludes.
+# > **Correction.** The source passes `generate_subsequent_mask(6, 4)` as `memory_mask`, as if
+# > the "no peeking ahead" idea carried over from target to source. What the helper builds is a
+# > triangle of ones of shape `(src_sz, tgt_sz) = (4, 6)`, transposed: the result has shape
+# > `(tgt_sz, src_sz)` and lets **target position `t` see source positions `0..t`** (all of them
+# > once `t >= src_sz - 1`). That ties position `t` of the target to position `t` of the source,
+# > which means nothing in translation, where the positions of the two sentences do not
+# > correspond. With fewer target than source positions, the last source positions are never
+# > seen at all. This is why `memory_mask` is left as `None` in practice, as the source itself
+# > concludes.
 
 # %%
 memory_mask = source_subsequent_mask(6, 4)
@@ -537,8 +542,8 @@ print(out.shape)
 with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message="enable_nested_tensor is True")
     source_like = nn.Transformer(d_model=5, nhead=1, num_encoder_layers=1, batch_first=True)
-print(len(source_like.encoder.layers), "encoder layer,", len(source_like.decoder.layers), "decoder layers,",
-      "dim_feedforward", source_like.encoder.layers[0].linear1.out_features)
+print(len(source_like.encoder.layers), "encoder layer,", len(source_like.decoder.layers),
+      "decoder layers, dim_feedforward", source_like.encoder.layers[0].linear1.out_features)
 try:
     load_from_torch(make_model(11, 11, N=1, d_model=5, d_ff=2048, h=1, layer_norm="torch",
                                norm_first=False, final_norm=True), source_like)
@@ -626,7 +631,7 @@ except ValueError as err:
 #
 # The source ends with PyTorch's translation tutorial: a `Seq2SeqTransformer` (token embeddings,
 # positional encoding, `nn.Transformer`, a linear generator), a `create_mask` helper, and a
-# training loop over the Multi30k German-English corpus.
+# training loop over the Multi30k translation corpus.
 #
 # Multi30k cannot be downloaded when this page is built, so the data here is a small parallel
 # corpus made in code: each "sentence" is 2 to 6 random word ids, and its "translation" is the same
@@ -684,7 +689,7 @@ print("silently wrong shape:", wrong.shape)
 
 
 class Seq2SeqTransformer(nn.Module):
-    """The tutorial's model, batch-first: embeddings * sqrt(E) + positions, nn.Transformer, linear."""
+    """The tutorial's model, batch-first: scaled embeddings + positions, nn.Transformer, linear."""
 
     def __init__(self, num_layers, emb_size, nhead, src_vocab, tgt_vocab, dim_feedforward, dropout):
         super().__init__()
@@ -703,9 +708,9 @@ class Seq2SeqTransformer(nn.Module):
 
     def forward(self, src, tgt, src_mask, tgt_mask, src_padding_mask, tgt_padding_mask,
                 memory_key_padding_mask):
-        outs = self.transformer(self.embed(self.src_tok_emb, src), self.embed(self.tgt_tok_emb, tgt),
-                                src_mask, tgt_mask, None, src_padding_mask, tgt_padding_mask,
-                                memory_key_padding_mask)
+        src_emb, tgt_emb = self.embed(self.src_tok_emb, src), self.embed(self.tgt_tok_emb, tgt)
+        outs = self.transformer(src_emb, tgt_emb, src_mask, tgt_mask, None, src_padding_mask,
+                                tgt_padding_mask, memory_key_padding_mask)
         return self.generator(outs)
 
     def encode(self, src, src_mask):
@@ -784,13 +789,13 @@ assert torch.allclose(log_probs, logits.log_softmax(dim=-1), atol=1e-5)
 print(log_probs.shape, (log_probs - logits.log_softmax(-1)).abs().max())
 
 # %% [markdown]
-# > **Correction.** The tutorial's `encode` and `decode` pass no padding masks: `decode` calls the
-# > decoder without `memory_key_padding_mask`. The tutorial decodes one sentence at a time, where
-# > there is no padding, so it works there; decoding a padded batch that way lets the short
-# > sentences attend to the padding of the source. The package's `greedy_decode` passes the
-# > source mask to every decoding step. The cell shows the difference for the shortest sentence of
-# > the batch: decoded alone, and inside the padded batch with and without the memory padding
-# > mask.
+# > **Correction.** The tutorial's `encode` and `decode` pass no padding masks: `encode` gives the
+# > encoder no `src_key_padding_mask`, and `decode` calls the decoder without
+# > `memory_key_padding_mask`. For a single sentence, which has no padding, that is harmless; on a
+# > padded batch the short sentences attend to the padding of the source. The package's
+# > `greedy_decode` passes the source mask to every decoding step. The cell shows the difference
+# > for the shortest sentence of the batch: run alone, and inside the padded batch with and
+# > without the padding masks.
 
 # %%
 shortest = int((batch.src != PAD).sum(1).argmin())
@@ -847,8 +852,8 @@ assert torch.allclose(model.generator.proj.weight, s2s.generator.weight, atol=1e
 # %% [markdown]
 # ### Training the package model
 #
-# Three hundred steps of Adam on fresh batches teach the small model to reverse its input.
-# Then `greedy_decode` translates a few new sentences.
+# Three hundred steps of Adam on fresh batches teach the small model to reverse most of its
+# inputs (more steps would make it better). Then `greedy_decode` translates 200 new sentences.
 
 # %%
 torch.manual_seed(0)
@@ -864,17 +869,24 @@ for step in range(300):
     loss.backward()
     optimizer.step()
     losses.append(loss.item())
-print("mean loss per 50 steps:", " ".join(f"{sum(losses[i:i + 50]) / 50:.3f}" for i in range(0, 300, 50)))
+means = [sum(losses[i:i + 50]) / 50 for i in range(0, 300, 50)]
+print("mean loss per 50 steps:", " ".join(f"{m:.3f}" for m in means))
 assert sum(losses[-50:]) < sum(losses[:50]) / 4
 
 # %%
 model.eval()
-test = collate_batch(reverse_pairs(4), pad=PAD, bos=BOS, eos=EOS)
+test = collate_batch(reverse_pairs(200), pad=PAD, bos=BOS, eos=EOS)
 decoded = greedy_decode(model, test.src, test.src_mask, max_len=8, start_symbol=BOS,
                         end_symbol=EOS, pad_symbol=PAD)
-for source, output in zip(test.src.tolist(), decoded.tolist()):
+correct = 0
+for i, (source, output) in enumerate(zip(test.src.tolist(), decoded.tolist())):
     words = [t for t in source if t != PAD]
-    print(words, "->", [t for t in output[1:] if t not in (PAD, EOS)], "expected", words[::-1])
+    guess = [t for t in output[1:] if t not in (PAD, EOS)]
+    correct += guess == words[::-1]
+    if i < 4:
+        print(words, "->", guess, "expected", words[::-1])
+print(f"{correct} of {len(decoded)} new sentences reversed exactly")
+assert correct > len(decoded) // 2
 
 # %% [markdown]
 # ## Summary

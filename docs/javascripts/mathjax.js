@@ -28,16 +28,20 @@
           return null;
         }
         var mj = window.MathJax;
-        mj.startup.output.clearCache();
+        var output = mj.startup.output;
+        if (typeof output.clearFontCache === "function") {
+          output.clearFontCache(); // SVG output: glyphs cached by the previous page
+        }
         mj.typesetClear();
         mj.texReset();
         return mj.typesetPromise(roots);
       })
-      .then(function () {
-        document.documentElement.setAttribute("data-math-typeset", location.pathname);
-      })
       .catch(function (error) {
         console.error("MathJax typesetting failed:", error);
+      })
+      .then(function () {
+        // Read by tests/test_site.py: this page's math has been processed.
+        document.documentElement.setAttribute("data-math-typeset", location.pathname);
       });
     return queue;
   }

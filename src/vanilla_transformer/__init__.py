@@ -25,7 +25,22 @@ from .decoding import greedy_decode
 from .embeddings import Embeddings, Generator, PositionalEncoding, sinusoid_table
 from .encoder import Encoder, EncoderLayer
 from .layers import LayerNorm, PositionwiseFeedForward, SublayerConnection, make_layer_norm
-from .masks import padding_mask, subsequent_mask
+from .interop import (
+    TorchMasks,
+    batch_masks_to_torch,
+    forward_with_torch_masks,
+    load_from_torch,
+    to_torch,
+)
+from .masks import (
+    attn_mask_to_keep,
+    keep_to_attn_mask,
+    keep_to_key_padding_mask,
+    key_padding_mask_to_keep,
+    padding_mask,
+    subsequent_mask,
+    torch_masks_to_keep,
+)
 from .model import EncoderDecoder, make_model, make_model_from_config
 
 __version__ = "0.1.0"
@@ -58,12 +73,23 @@ __all__ = [
     # masks and batching
     "subsequent_mask",
     "padding_mask",
+    "keep_to_attn_mask",
+    "attn_mask_to_keep",
+    "keep_to_key_padding_mask",
+    "key_padding_mask_to_keep",
+    "torch_masks_to_keep",
     "Batch",
     "data_gen",
     "pad_sequences",
     "collate_batch",
     # decoding
     "greedy_decode",
+    # PyTorch interop
+    "load_from_torch",
+    "to_torch",
+    "forward_with_torch_masks",
+    "batch_masks_to_torch",
+    "TorchMasks",
     # what pasted source code expects to find
     "torch",
     "nn",

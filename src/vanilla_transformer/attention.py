@@ -198,17 +198,12 @@ class MultiHeadedAttention(nn.Module):
         # (batch, seq_len, d_model) -> (batch, h, seq_len, d_k)
         return x.view(x.size(0), -1, self.h, self.d_k).transpose(1, 2)
 
-    def _project_kv(
-        self, key: torch.Tensor, value: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        w_k, w_v = self.linears[1], self.linears[2]
-        if key is value:
-            # one matrix multiply for both projections when they read the same tensor
-            kv = F.linear(key, torch.cat([w_k.weight, w_v.weight]), torch.cat([w_k.bias, w_v.bias]))
-            k, v = kv.chunk(2, dim=-1)
-        else:
-            k, v = w_k(key), w_v(value)
-        return self._split_heads(k), self._split_heads(v)
+    def _project(self, x: torch.Tensor, n: int, first: int = 0) -> tuple[torch.Tensor, ...]:
+        """Apply `linears[first:first + n]` to the same tensor `x` as one matrix multiply."""
+        lins = self.linears[first : first + n]
+        weight = torch.cat([lin.weight for lin in lins])
+        bias = torch.cat([lin.bias for lin in lins])
+        return F.linear(x, weight, bias).chunk(n, dim=-1)
 
     def forward(
         self,
@@ -250,16 +245,24 @@ class MultiHeadedAttention(nn.Module):
                 f"{tuple(query.shape)}, {tuple(key.shape)}, {tuple(value.shape)}"
             )
 
-        q = self._split_heads(self.linears[0](query))
-        if cache is not None and cache.static and cache.k is not None:
-            k, v = cache.k, cache.v
+        static_hit = cache is not None and cache.static and cache.k is not None
+        if query is key and key is value and not static_hit:
+            # self-attention: the three projections as one matrix multiply
+            q, k, v = (self._split_heads(t) for t in self._project(query, 3))
         else:
-            k, v = self._project_kv(key, value)
-            if cache is not None:
-                if not cache.static and cache.k is not None:
-                    k = torch.cat([cache.k, k], dim=2)
-                    v = torch.cat([cache.v, v], dim=2)
-                cache.k, cache.v = k, v
+            q = self._split_heads(self.linears[0](query))
+            if static_hit:
+                k, v = cache.k, cache.v
+            elif key is value:
+                k, v = (self._split_heads(t) for t in self._project(key, 2, first=1))
+            else:
+                k = self._split_heads(self.linears[1](key))
+                v = self._split_heads(self.linears[2](value))
+        if cache is not None and not static_hit:
+            if not cache.static and cache.k is not None:
+                k = torch.cat([cache.k, k], dim=2)
+                v = torch.cat([cache.v, v], dim=2)
+            cache.k, cache.v = k, v
         mask = as_keep_mask(mask, nbatches, query.size(1), k.size(2))
 
         if self.keep_attn or not self.fast:

@@ -94,7 +94,7 @@ class Component:
                     note=self.note)
 
 
-def format_table(components: tuple[Component, ...], unit: str, total: int) -> str:
+def _format_table(components: tuple[Component, ...], unit: str, total: int) -> str:
     """Lay components out as an aligned text table ending with their total."""
     rows = [("component", "per block", "blocks", unit, "")]
     rows += [(c.name, f"{c.per_block:,}", str(c.blocks), f"{c.subtotal:,}", c.note)
@@ -110,7 +110,7 @@ def format_table(components: tuple[Component, ...], unit: str, total: int) -> st
     return "\n".join(lines)
 
 
-def describe(config: ModelConfig, options: bool = True) -> str:
+def _describe(config: ModelConfig, options: bool = True) -> str:
     """`make_model(...)` with a configuration's sizes, and its options on a second line."""
     call = (f"make_model({config.src_vocab}, {config.tgt_vocab}, N={config.N}, "
             f"d_model={config.d_model}, d_ff={config.d_ff}, h={config.h})")
@@ -224,8 +224,8 @@ class ParameterCount:
             positional-encoding buffers (saved, not trained): 5,120,000
         """
         return "\n".join([
-            f"parameters of {describe(self.config)}",
-            format_table(self.components, "parameters", self.total),
+            f"parameters of {_describe(self.config)}",
+            _format_table(self.components, "parameters", self.total),
             f"positional-encoding buffers (saved, not trained): {self.buffers:,}",
         ])
 
@@ -320,10 +320,10 @@ def parameter_count(
         >>> pc = parameter_count(11, 11, N=2)
         >>> pc.total == sum(p.numel() for p in make_model(11, 11, N=2).parameters())
         True
-        >>> parameter_count(11, 11, d_model=500, h=8)
+        >>> parameter_count(11, 11, d_model=500, h=8)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ValueError: d_model must be divisible by h so every head gets d_k = d_model / h features; got d_model=500, h=8 (d_model % h = 4)
+        ValueError: d_model must be divisible by h ... got d_model=500, h=8 (d_model % h = 4)
     """
     config = ModelConfig(
         src_vocab, tgt_vocab, N, d_model, d_ff, h, dropout,
@@ -389,8 +389,8 @@ def count_parameters(module: nn.Module) -> ModuleCount:
         >>> counts.total == parameter_count(11, 11, N=1, d_model=32, d_ff=64, h=4,
         ...                                 tie_weights=True).total
         True
-        >>> counts.breakdown["src_embed"], counts.breakdown["tgt_embed"], counts.breakdown["generator"]
-        (352, 0, 11)
+        >>> [counts.breakdown[name] for name in ("src_embed", "tgt_embed", "generator")]
+        [352, 0, 11]
     """
     if not isinstance(module, nn.Module):
         raise TypeError(f"module must be an nn.Module, got {type(module).__name__}")

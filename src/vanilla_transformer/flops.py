@@ -3,8 +3,8 @@ r"""Floating-point operations of one forward pass, by component (paper sections 
 Only matrix multiplications are counted, at **2 FLOPs per multiply-add**, because they are
 nearly all of the work and because that is what `torch.utils.flop_counter.FlopCounterMode`
 counts (`mm`, `addmm`, `bmm`, `baddbmm` and the fused attention kernels). Bias additions,
-softmax, LayerNorm, dropout, ReLU and the embedding lookup are left out: each costs
-$O(\text{tokens} \cdot d)$ against $O(\text{tokens} \cdot d^2)$ for the matrix products.
+softmax, LayerNorm, dropout and ReLU are left out: each costs $O(\text{tokens} \cdot d)$ against
+$O(\text{tokens} \cdot d^2)$ for the matrix products.
 
 For a batch of $B$ pairs of $S$ source and $T$ target tokens, with $d = d_{model}$:
 
@@ -14,13 +14,16 @@ For a batch of $B$ pairs of $S$ source and $T$ target tokens, with $d = d_{model
 | encoder attention scores $QK^\top$ and weighted sum with $V$ | $4BS^2d$ |
 | encoder feed-forward | $4BSd\,d_{ff}$ |
 | decoder self-attention projections | $8BTd^2$ |
-| decoder attention scores and weighted sum (masked scores are computed, then discarded) | $4BT^2d$ |
+| decoder attention scores and weighted sum (masked scores too) | $4BT^2d$ |
 | cross-attention $W^Q$ and $W^O$ (per target token) | $4BTd^2$ |
 | cross-attention $W^K$ and $W^V$ (per **source** token: they read the encoder output) | $4BSd^2$ |
 | cross-attention scores and weighted sum | $4BTSd$ |
 | decoder feed-forward | $4BTd\,d_{ff}$ |
 
-plus the generator once, $2BTd\,V_{tgt}$. Altogether
+plus the generator once, $2BTd\,V_{tgt}$ (`FlopCounterMode` sees it as `addmm`, or `mm` without
+a bias). The embedding lookup is indexing, not arithmetic, and the scaling by $\sqrt{d}$ is
+elementwise, so tied or not the embeddings add nothing. The causal mask does not save work:
+the masked scores are computed, then discarded. Altogether
 
 $$
 F = 4NBd\,\big[(3d + d_{ff})(S + T) + S^2 + ST + T^2\big] + 2BTd\,V_{tgt}
@@ -29,8 +32,12 @@ $$
 The number of heads does not appear: $h$ heads of width $d/h$ cost what one head of width $d$
 costs. Both attention paths of
 [`MultiHeadedAttention`][vanilla_transformer.attention.MultiHeadedAttention] do the same
-multiplications, and the fused key/value projection (one `F.linear` with the two matrices
-concatenated) costs what two separate ones cost.
+multiplications, and a fused projection (self-attention's $W^Q, W^K, W^V$, or cross-attention's
+$W^K, W^V$, applied as one `F.linear` with the matrices concatenated) costs what separate ones
+cost. One caveat when measuring: without dropout (evaluation mode, or `dropout=0`) the fast
+path on CPU runs the fused kernel `_scaled_dot_product_flash_attention_for_cpu`, which
+`FlopCounterMode` has no formula for, so it reports only the projections there (pass it the
+formula through `custom_mapping`, as the guide page shows).
 
 A training step costs about three forward passes (`training_total`): the backward pass of every
 matrix product $Y = XW$ computes two products of the same size, $\partial L/\partial X$ and
@@ -46,7 +53,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._checks import check_positive_int
-from .calculator import Component, describe, format_table
+from .calculator import Component, _describe, _format_table
 from .config import ModelConfig
 
 __all__ = ["FlopCount", "FLOP_FORMULA", "forward_flops", "forward_flops_for"]
@@ -108,9 +115,9 @@ class FlopCount:
             training step (about 3x forward): 884,828,160 FLOPs
         """
         return "\n".join([
-            f"forward FLOPs of {describe(self.config, options=False)}",
+            f"forward FLOPs of {_describe(self.config, options=False)}",
             f"  batch={self.batch}, src_len={self.src_len}, tgt_len={self.tgt_len}",
-            format_table(self.components, "FLOPs", self.total),
+            _format_table(self.components, "FLOPs", self.total),
             f"training step (about 3x forward): {self.training_total:,} FLOPs",
         ])
 

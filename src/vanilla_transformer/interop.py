@@ -135,7 +135,9 @@ def _attention_pairs(ours: MultiHeadedAttention, theirs: nn.Module, where: str) 
     return pairs + _linear_pairs(ours.linears[3], theirs.out_proj, f"{where}.out_proj")
 
 
-def _check_layer(ours: EncoderLayer | DecoderLayer, theirs: nn.Module, cls: type, where: str) -> None:
+def _check_layer(
+    ours: EncoderLayer | DecoderLayer, theirs: nn.Module, cls: type, where: str
+) -> None:
     if type(theirs) is not cls:
         raise ValueError(f"{where}: expected a plain {cls.__name__}, got {type(theirs).__name__} "
                          "(a custom layer may compute something else)")
@@ -278,7 +280,9 @@ def _build_torch(ours: nn.Module, allow_no_final_norm: bool) -> nn.Module:
     kw = dict(device=param.device, dtype=param.dtype)
     if isinstance(ours, MultiHeadedAttention):
         d_model = ours.h * ours.d_k
-        return nn.MultiheadAttention(d_model, ours.h, dropout=ours.dropout.p, batch_first=True, **kw)
+        return nn.MultiheadAttention(
+            d_model, ours.h, dropout=ours.dropout.p, batch_first=True, **kw
+        )
     if isinstance(ours, EncoderDecoder):
         first = ours.encoder.layers[0]
     elif isinstance(ours, (Encoder, Decoder)):

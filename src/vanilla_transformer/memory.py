@@ -28,7 +28,7 @@ heads, in elements of $p$ bytes:
 | attention weights: softmax output; with dropout also the mask and the dropped weights | $BaLL'$ each |
 | feed-forward: $W_1$ input; ReLU output; with dropout also the mask and the dropped output | $BLd$; $BLd_{ff}$ each |
 | residual dropout mask | $BLd$ |
-| fused key/value projection: the concatenated $[W^K; W^V]$ copy, per attention module | $2d^2$ |
+| fused projections: the concatenated copy $[W^Q; W^K; W^V]$ of each self-attention, $[W^K; W^V]$ of each cross-attention | $3d^2$, $2d^2$ |
 
 plus the dropout masks after the positional encoding, the final LayerNorm inputs, the encoder
 output (the cross-attention key/value input, one tensor shared by every decoder layer) and the
@@ -51,10 +51,16 @@ from typing import Any
 import torch
 
 from ._checks import check_positive_int
-from .calculator import Component, describe, format_table, parameter_count_for
+from .calculator import Component, _describe, _format_table, parameter_count_for
 from .config import ModelConfig
 
-__all__ = ["MemoryEstimate", "dtype_bytes", "memory_estimate", "memory_estimate_for"]
+__all__ = [
+    "MemoryEstimate",
+    "dtype_bytes",
+    "format_bytes",
+    "memory_estimate",
+    "memory_estimate_for",
+]
 
 _DTYPES = {
     "float32": torch.float32, "fp32": torch.float32, "float": torch.float32,
@@ -96,7 +102,18 @@ def dtype_bytes(dtype: torch.dtype | str) -> int:
 
 
 def format_bytes(n: int) -> str:
-    """`n` bytes with a binary unit, e.g. `'1.5 KiB'`."""
+    """A byte count with a binary unit (KiB, MiB, GiB, TiB), one decimal.
+
+    Args:
+        n: a number of bytes.
+
+    Returns:
+        The readable size; plain bytes below 1 KiB.
+
+    Example:
+        >>> format_bytes(1536), format_bytes(3 * 2**30), format_bytes(100)
+        ('1.5 KiB', '3.0 GiB', '100 B')
+    """
     value, unit = float(n), "B"
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if value < 1024 or unit == "TiB":
@@ -184,10 +201,10 @@ class MemoryEstimate:
         """A readable summary (and the activation breakdown when lengths were given).
 
         Example:
-            >>> print(memory_estimate(11, 11, N=2).table().splitlines()[2])
-            weights                   58,927,148 B   56.2 MiB
+            >>> print(memory_estimate(11, 11, N=2).table().splitlines()[4])
+            weights                                   58,927,148 B    56.2 MiB
         """
-        lines = [f"memory of {describe(self.config)}",
+        lines = [f"memory of {_describe(self.config)}",
                  f"  in {self.dtype} ({self.bytes_per_element} bytes per element)"]
         if self.src_len is not None:
             lines[-1] += f", batch={self.batch}, src_len={self.src_len}, tgt_len={self.tgt_len}"
@@ -196,7 +213,7 @@ class MemoryEstimate:
             lines.append(f"{_LABELS[name].ljust(34)} {n:>17,} B {format_bytes(n):>11}")
         if self.activation_components:
             lines += ["", "activations (estimate; Korthikanti et al. 2022, adapted):",
-                      format_table(self.activation_components, "bytes", self.activations)]
+                      _format_table(self.activation_components, "bytes", self.activations)]
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
@@ -251,7 +268,8 @@ def _activations(
         Component("decoder_feed_forward", feed_forward(T), n),
         Component("final_norms", B * (S + T) * d * ln, 1 if config.has_final_norm else 0),
         Component("generator", B * T * (d + config.tgt_vocab) * p, 1, "input, log-probs"),
-        Component("fused_kv_weights", 2 * d * d * p, 3 * n, "concatenated W^K, W^V copies"),
+        Component("fused_qkv_weights", 3 * d * d * p, 2 * n, "self-attention [W^Q; W^K; W^V]"),
+        Component("fused_kv_weights", 2 * d * d * p, n, "cross-attention [W^K; W^V]"),
     )
 
 

@@ -25,6 +25,7 @@ Explained on the *Training the copy task* page.
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -35,8 +36,18 @@ import torch
 from torch import nn
 
 from ._checks import check_choice, check_positive_int
+from .config import ModelConfig
+from .model import make_model_from_config
 
-__all__ = ["rate", "LabelSmoothing", "SimpleLossCompute", "TrainState", "run_epoch"]
+__all__ = [
+    "rate",
+    "LabelSmoothing",
+    "SimpleLossCompute",
+    "TrainState",
+    "run_epoch",
+    "save_checkpoint",
+    "load_checkpoint",
+]
 
 MODES = ("train", "train+log", "eval")
 """The values accepted by `run_epoch(mode=...)`; `"train+log"` is an alias of `"train"` kept
@@ -395,3 +406,78 @@ def run_epoch(
     if total_tokens == 0:
         raise ValueError("data_iter yielded no batches")
     return total_loss / total_tokens, state
+
+
+CHECKPOINT_FORMAT = "vanilla-transformer-checkpoint"
+"""The `format` field of files written by `save_checkpoint`."""
+
+
+def save_checkpoint(path: str | os.PathLike[str], model: nn.Module, **metadata: Any) -> None:
+    """Save a model built by `make_model` with its configuration, so it can be rebuilt later.
+
+    The file is written with `torch.save` and holds plain data only (the configuration as a
+    dict, the `state_dict`, and `metadata`), so
+    [`load_checkpoint`][vanilla_transformer.training.load_checkpoint] can read it with
+    `torch.load(..., weights_only=True)`.
+
+    Args:
+        path: the file to write.
+        model: a model with a `config` (one built by `make_model` or `make_model_from_config`).
+        **metadata: extra plain values to store (numbers, strings, lists, dicts, tensors).
+
+    Raises:
+        ValueError: if `model` has no `config`.
+
+    Example:
+        >>> import tempfile, os
+        >>> from vanilla_transformer.training import load_checkpoint, save_checkpoint
+        >>> model = make_model(5, 5, N=1, d_model=16, d_ff=32, h=2)
+        >>> path = os.path.join(tempfile.mkdtemp(), "model.pt")
+        >>> save_checkpoint(path, model, steps=10)
+        >>> again, meta = load_checkpoint(path)
+        >>> meta, again.config == model.config
+        ({'steps': 10}, True)
+    """
+    config = getattr(model, "config", None)
+    if config is None:
+        raise ValueError(
+            "model has no config to rebuild it from; build it with make_model or "
+            "make_model_from_config"
+        )
+    torch.save(
+        {
+            "format": CHECKPOINT_FORMAT,
+            "version": 1,
+            "config": config.to_dict(),
+            "state_dict": model.state_dict(),
+            "metadata": dict(metadata),
+        },
+        path,
+    )
+
+
+def load_checkpoint(
+    path: str | os.PathLike[str], map_location: str | torch.device = "cpu"
+) -> tuple[nn.Module, dict[str, Any]]:
+    """Rebuild a model saved by [`save_checkpoint`][vanilla_transformer.training.save_checkpoint].
+
+    Args:
+        path: the file to read.
+        map_location: where to load the tensors.
+
+    Returns:
+        `(model, metadata)`: the model in eval mode with the saved weights, and the saved
+        metadata dict.
+
+    Raises:
+        ValueError: if the file is not such a checkpoint.
+
+    Example:
+        See [`save_checkpoint`][vanilla_transformer.training.save_checkpoint].
+    """
+    data = torch.load(path, map_location=map_location, weights_only=True)
+    if not isinstance(data, dict) or data.get("format") != CHECKPOINT_FORMAT:
+        raise ValueError(f"{os.fspath(path)!r} is not a checkpoint written by save_checkpoint")
+    model = make_model_from_config(ModelConfig.from_dict(data["config"]))
+    model.load_state_dict(data["state_dict"])
+    return model.eval(), data["metadata"]
