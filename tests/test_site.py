@@ -74,7 +74,31 @@ def site() -> Path:
     return SITE
 
 
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+class _SiteHandler(http.server.SimpleHTTPRequestHandler):
+    """Serve the built files; sitemap.xml names the address the site is served at.
+
+    The build writes `site_url` (http://127.0.0.1:8000/ unless SITE_URL says otherwise) into
+    sitemap.xml, and Material's instant navigation only takes over links to the pages listed
+    there. Serving the sitemap with the test server's own address is what a deployment at
+    `site_url` looks like; the other files are served as built.
+    """
+
+    def do_GET(self):  # noqa: N802 - the base class's name
+        if urlsplit(self.path).path == "/sitemap.xml":
+            sitemap = Path(self.directory, "sitemap.xml").read_text(encoding="utf-8")
+            locations = re.findall(r"<loc>([^<]+)</loc>", sitemap)
+            home = min(locations, key=len) if locations else None  # the site_url itself
+            if home:
+                sitemap = sitemap.replace(f"<loc>{home}", f"<loc>{self.server.origin}/")
+            body = sitemap.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/xml")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        super().do_GET()
+
     def log_message(self, format, *args):  # noqa: A002 - the base class's signature
         pass
 
@@ -82,13 +106,14 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 @pytest.fixture(scope="module")
 def origin(site: Path):
     """Serve the site with http.server on 127.0.0.1 at a free port, in a background thread."""
-    handler = functools.partial(_QuietHandler, directory=str(site))
+    handler = functools.partial(_SiteHandler, directory=str(site))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.origin = f"http://127.0.0.1:{server.server_address[1]}"
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
+        yield server.origin
     finally:
         server.shutdown()
         server.server_close()

@@ -42,6 +42,7 @@ from .masks import (
     torch_masks_to_keep,
 )
 from .model import EncoderDecoder, make_model, make_model_from_config
+from .tracing import ShapeRecord, format_shape_table, trace_shapes
 
 __version__ = "0.1.0"
 
@@ -84,6 +85,10 @@ __all__ = [
     "collate_batch",
     # decoding
     "greedy_decode",
+    # inspecting a model
+    "trace_shapes",
+    "format_shape_table",
+    "ShapeRecord",
     # PyTorch interop
     "load_from_torch",
     "to_torch",

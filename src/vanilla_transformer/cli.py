@@ -29,7 +29,7 @@ from .flops import forward_flops_for
 from .layers import LAYER_NORMS
 from .memory import memory_estimate_for
 
-__all__ = ["main", "build_parser", "register", "PRESET_VOCAB"]
+__all__ = ["main", "build_parser", "register", "config_from_args", "run_params", "PRESET_VOCAB"]
 
 PROG = "vanilla-transformer"
 
@@ -70,10 +70,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def register(subparsers: Any) -> None:
-    """Add the `params` subcommand to `subparsers`.
+    """Add the `params` subcommand to `subparsers` (the pattern every subcommand module follows).
 
     Args:
         subparsers: the object returned by `ArgumentParser.add_subparsers`.
+
+    Returns:
+        Nothing; the new parser sets `handler` to
+        [`run_params`][vanilla_transformer.cli.run_params].
+
+    Example:
+        >>> import argparse
+        >>> parser = argparse.ArgumentParser(prog="demo")
+        >>> register(parser.add_subparsers(dest="command"))
+        >>> parser.parse_args(["params", "--preset", "big", "-N", "2"]).N
+        2
     """
     p = subparsers.add_parser(
         "params",
@@ -121,8 +132,25 @@ def register(subparsers: Any) -> None:
 def config_from_args(args: argparse.Namespace) -> ModelConfig:
     """The `ModelConfig` that parsed `params` options describe (validated).
 
+    A preset sets `N`, `d_model`, `d_ff`, `h`, `dropout` and both vocabularies
+    ([`PRESET_VOCAB`][vanilla_transformer.cli.PRESET_VOCAB]); options given explicitly win;
+    anything left keeps `make_model`'s default.
+
+    Args:
+        args: the namespace parsed by the `params` subcommand.
+
+    Returns:
+        The configuration.
+
     Raises:
-        ValueError: if a vocabulary is missing without `--preset`, or for any bad value.
+        ValueError: if a vocabulary is missing without `--preset`, or for any value
+            `ModelConfig` rejects. TypeError: for a value of the wrong type.
+
+    Example:
+        >>> args = build_parser().parse_args(["params", "--preset", "big", "--tie-weights"])
+        >>> cfg = config_from_args(args)
+        >>> cfg.d_model, cfg.src_vocab, cfg.tie_weights, cfg.norm_first
+        (1024, 37000, True, True)
     """
     values: dict[str, Any] = dict(PRESETS[args.preset]) if args.preset else {}
     if args.preset:
@@ -136,7 +164,35 @@ def config_from_args(args: argparse.Namespace) -> ModelConfig:
 
 
 def run_params(args: argparse.Namespace) -> int:
-    """Print the calculator's figures for parsed `params` options; return the exit status."""
+    """Print the calculator's figures for parsed `params` options.
+
+    Prints the parameter table, the closed form and the memory estimate; with a length, also
+    the FLOPs and the activation and key/value-cache estimates (`--src-len` and `--tgt-len`
+    default to each other, `--batch` to 1). With `--json`, one JSON object instead.
+
+    Args:
+        args: the namespace parsed by the `params` subcommand.
+
+    Returns:
+        0.
+
+    Raises:
+        ValueError: for a bad configuration, length or dtype (`main` turns it into one line on
+            stderr and exit status 2).
+
+    Example:
+        >>> args = build_parser().parse_args(["params", "--src-vocab", "11", "--tgt-vocab", "11",
+        ...                                   "-N", "2", "--src-len", "10", "--json"])
+        >>> run_params(args)  # doctest: +ELLIPSIS
+        {...
+          "flops": {
+            "batch": 1,
+            "src_len": 10,
+            "tgt_len": 10,
+            "total": 294942720,
+        ...
+        0
+    """
     config = config_from_args(args)
     src_len = args.src_len if args.src_len is not None else args.tgt_len
     tgt_len = args.tgt_len if args.tgt_len is not None else args.src_len

@@ -1,0 +1,269 @@
+r"""Beam search with the GNMT length penalty (paper section 6.1).
+
+The paper decodes its translation models with "beam search with a beam size of 4 and length
+penalty $\alpha = 0.6$", the length penalty of Wu et al. (2016, the GNMT paper):
+
+$$
+s(Y) = \frac{\log P(Y \mid X)}{lp(Y)}, \qquad lp(Y) = \left(\frac{5 + |Y|}{6}\right)^{\alpha}
+$$
+
+where $|Y|$ counts the generated tokens (the end symbol included, the start symbol not).
+Dividing a negative log-probability by a number that grows with the length stops the search from
+preferring short outputs merely because they multiply fewer probabilities together; $\alpha = 0$
+switches the penalty off.
+
+[`beam_search`][vanilla_transformer.beam_search.beam_search] keeps, for every batch row on its
+own, the `beam_size` most probable unfinished prefixes. At each step it looks at the
+`2 * beam_size` best one-token extensions: an extension that ends with the end symbol and ranks
+among the first `beam_size` becomes a finished hypothesis; the best `beam_size` others stay
+alive. A row stops once it has `beam_size` finished hypotheses, and at `max_len` the best
+extensions are finished as they are. The result is the finished hypothesis with the best
+score $s(Y)$. With `beam_size=1` this is exactly greedy decoding.
+
+By default the decoder runs incrementally with the key/value cache
+([`KVCache`][vanilla_transformer.attention.KVCache]); when beams are reordered, the
+self-attention caches are reordered with them.
+
+Explained on the *Training the copy task* page.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import torch
+
+from ._checks import check_positive_int
+from .decoding import _embed_last
+from .masks import subsequent_mask
+from .model import EncoderDecoder
+
+__all__ = ["beam_search", "length_penalty", "sequence_log_prob", "Hypothesis"]
+
+
+class Hypothesis(NamedTuple):
+    """A finished beam-search hypothesis.
+
+    Attributes:
+        tokens: token ids `(length,)`, the start symbol first.
+        score: the length-normalised score $\\log P / lp$.
+        log_prob: the total log-probability $\\log P$ of the generated tokens.
+    """
+
+    tokens: torch.Tensor
+    score: float
+    log_prob: float
+
+
+def length_penalty(length: int, alpha: float = 0.6) -> float:
+    r"""The GNMT length penalty $lp = ((5 + length) / 6)^{\alpha}$.
+
+    Args:
+        length: number of generated tokens, an int >= 0.
+        alpha: the exponent; `0` gives `1` for every length.
+
+    Returns:
+        The penalty, a float >= 1 for `length >= 1`.
+
+    Raises:
+        ValueError: if `length` or `alpha` is negative.
+
+    Example:
+        >>> from vanilla_transformer.beam_search import length_penalty
+        >>> length_penalty(1), round(length_penalty(7, alpha=0.6), 4), length_penalty(9, alpha=0.0)
+        (1.0, 1.5157, 1.0)
+    """
+    if isinstance(length, bool) or not isinstance(length, int) or length < 0:
+        raise ValueError(f"length must be an int >= 0, got {length!r}")
+    _check_alpha(alpha)
+    return ((5.0 + length) / 6.0) ** alpha
+
+
+def _check_alpha(alpha: object) -> float:
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)):
+        raise TypeError(f"length_penalty must be a number >= 0, got {alpha!r}")
+    if not (math.isfinite(alpha) and alpha >= 0):
+        raise ValueError(f"length_penalty must be a finite number >= 0, got {alpha}")
+    return float(alpha)
+
+
+def _as_src_mask(src_mask: torch.Tensor | None) -> torch.Tensor | None:
+    if src_mask is not None and src_mask.dim() == 2:
+        return src_mask.unsqueeze(-2)  # (batch, src_len) -> (batch, 1, src_len)
+    return src_mask
+
+
+@torch.no_grad()
+def sequence_log_prob(
+    model: EncoderDecoder,
+    src: torch.Tensor,
+    src_mask: torch.Tensor | None,
+    ys: torch.Tensor,
+) -> torch.Tensor:
+    """The log-probability the model gives to whole target sequences (teacher forcing).
+
+    Args:
+        model: the encoder-decoder, in eval mode.
+        src: source ids `(batch, src_len)`.
+        src_mask: keep-mask `(batch or 1, 1, src_len)` or `(batch, src_len)`.
+        ys: target ids `(batch, length)`, the start symbol first; every token after it is
+            scored (no padding is skipped).
+
+    Returns:
+        `(batch,)`: the sum over positions `1..length-1` of `log P(ys[:, i] | ys[:, :i], src)`.
+
+    Example:
+        >>> from vanilla_transformer.beam_search import sequence_log_prob
+        >>> model = make_model(6, 6, N=1, d_model=16, d_ff=32, h=2).eval()
+        >>> src = torch.tensor([[1, 3, 4]])
+        >>> ys = greedy_decode(model, src, None, max_len=4, start_symbol=1)
+        >>> sequence_log_prob(model, src, None, ys).shape
+        torch.Size([1])
+    """
+    if ys.dim() != 2 or ys.size(1) < 2:
+        raise ValueError(f"ys must have shape (batch, length >= 2), got {tuple(ys.shape)}")
+    src_mask = _as_src_mask(src_mask)
+    out = model.decode(model.encode(src, src_mask), src_mask, ys[:, :-1],
+                       subsequent_mask(ys.size(1) - 1).to(ys.device))
+    logp = model.generator(out)  # (batch, length - 1, vocab)
+    return logp.gather(-1, ys[:, 1:].unsqueeze(-1).long()).squeeze(-1).sum(-1)
+
+
+@torch.no_grad()
+def beam_search(
+    model: EncoderDecoder,
+    src: torch.Tensor,
+    src_mask: torch.Tensor | None,
+    max_len: int,
+    start_symbol: int,
+    end_symbol: int | None = None,
+    beam_size: int = 4,
+    length_penalty: float = 0.6,
+    *,
+    pad_symbol: int | None = None,
+    use_cache: bool = True,
+    return_all: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor] | tuple[torch.Tensor, torch.Tensor, list[list[Hypothesis]]]:
+    """Decode a batch with beam search and the GNMT length penalty.
+
+    Every batch row is searched independently. Call `model.eval()` first.
+
+    Args:
+        model: the encoder-decoder.
+        src: source ids `(batch, src_len)`.
+        src_mask: keep-mask `(batch or 1, 1, src_len)` or `(batch, src_len)`.
+        max_len: the longest output, the start symbol included (as in
+            [`greedy_decode`][vanilla_transformer.decoding.greedy_decode]).
+        start_symbol: the first decoder input.
+        end_symbol: the token that finishes a hypothesis, or `None` to always generate
+            `max_len - 1` tokens.
+        beam_size: hypotheses kept per row (the paper: 4).
+        length_penalty: the exponent $\\alpha$ of the length penalty (the paper: 0.6).
+        pad_symbol: what to write after a shorter hypothesis' end symbol; defaults to
+            `end_symbol`.
+        use_cache: run the decoder incrementally with the key/value cache (same result).
+        return_all: also return every row's best `beam_size` finished hypotheses.
+
+    Returns:
+        `(tokens, scores)`: the best hypothesis of each row, `(batch, out_len)` with
+        `out_len <= max_len`, starting with `start_symbol` and padded after the end symbol,
+        and its score `(batch,)`, the log-probability divided by the length penalty. With
+        `return_all=True`, a third item: for each row, a list of
+        [`Hypothesis`][vanilla_transformer.beam_search.Hypothesis] tuples, best first.
+
+    Raises:
+        ValueError: if `max_len` or `beam_size` is not a positive int, or `length_penalty` is
+            negative.
+
+    Example:
+        >>> from vanilla_transformer.beam_search import beam_search
+        >>> model = make_model(11, 11, N=1, d_model=32, d_ff=64, h=4).eval()
+        >>> src = torch.tensor([[1, 2, 3, 4], [1, 5, 6, 0]])
+        >>> tokens, scores = beam_search(model, src, src != 0, max_len=6, start_symbol=1,
+        ...                              end_symbol=2, beam_size=4)
+        >>> tokens[:, 0].tolist(), scores.shape
+        ([1, 1], torch.Size([2]))
+        >>> greedy = greedy_decode(model, src, src != 0, 6, 1, end_symbol=2)
+        >>> torch.equal(beam_search(model, src, src != 0, 6, 1, 2, beam_size=1)[0], greedy)
+        True
+    """
+    check_positive_int("max_len", max_len)
+    check_positive_int("beam_size", beam_size)
+    alpha = _check_alpha(length_penalty)
+    src_mask = _as_src_mask(src_mask)
+    batch, k = src.size(0), beam_size
+    device = src.device
+
+    memory = model.encode(src, src_mask).repeat_interleave(k, dim=0)  # (batch * k, src_len, d_model)
+    if src_mask is not None and src_mask.size(0) != 1:
+        src_mask = src_mask.repeat_interleave(k, dim=0)
+    ys = torch.full((batch * k, 1), start_symbol, dtype=src.dtype, device=device)
+    if max_len == 1:  # nothing to generate: the start symbol, with log-probability 0
+        start = ys[::k]
+        if return_all:
+            return start, torch.zeros(batch, device=device), [[Hypothesis(r, 0.0, 0.0)] for r in start]
+        return start, torch.zeros(batch, device=device)
+    # cumulative log-probability of each alive beam; at the start only beam 0 is real, so the
+    # copies of it cannot all be chosen
+    scores = torch.full((batch, k), -math.inf, device=device)
+    scores[:, 0] = 0.0
+    finished: list[list[Hypothesis]] = [[] for _ in range(batch)]
+    done = [False] * batch
+    cache = model.decoder.init_cache() if use_cache else None
+    offsets = (torch.arange(batch, device=device) * k).unsqueeze(1)  # (batch, 1)
+
+    for t in range(1, max_len):  # t = number of generated tokens after this step
+        if cache is None:
+            out = model.decode(memory, src_mask, ys, subsequent_mask(ys.size(1)).to(device))
+        else:
+            out = model.decoder(_embed_last(model, ys), memory, src_mask, None, cache)
+        logp = model.generator(out[:, -1]).float()  # (batch * k, vocab)
+        vocab = logp.size(-1)
+        candidates = (scores.view(-1, 1) + logp).view(batch, k * vocab)
+        top, index = candidates.topk(min(2 * k, k * vocab), dim=1)  # best first
+        beam, token = index // vocab, index % vocab  # (batch, 2k)
+        if end_symbol is None:
+            ends = torch.zeros_like(token, dtype=torch.bool)
+        else:
+            ends = token == end_symbol
+        last = t == max_len - 1
+        penalty = ((5.0 + t) / 6.0) ** alpha
+        for b in range(batch):
+            if done[b]:
+                continue
+            for j in range(min(k, top.size(1))):
+                # only the first k candidates may finish, so beam_size=1 is greedy decoding
+                if (last or ends[b, j]) and math.isfinite(top[b, j].item()):
+                    row = ys[b * k + beam[b, j]]
+                    tokens = torch.cat([row, token[b, j].view(1).to(row.dtype)])
+                    raw = top[b, j].item()
+                    finished[b].append(Hypothesis(tokens, raw / penalty, raw))
+            if last or len(finished[b]) >= k:
+                done[b] = True
+        if all(done):
+            break
+        # the best k extensions that did not end stay alive; rows that are done keep -inf
+        alive, pick = top.masked_fill(ends, -math.inf).topk(k, dim=1)
+        alive[torch.tensor(done, device=device)] = -math.inf
+        rows = (offsets + beam.gather(1, pick)).view(-1)  # (batch * k,) indices into ys
+        ys = torch.cat([ys.index_select(0, rows), token.gather(1, pick).view(-1, 1).to(ys.dtype)], 1)
+        scores = alive
+        if cache is not None:
+            for self_cache, _ in cache:
+                # the source-attention caches need no reordering: the k copies of a row's
+                # memory are identical
+                self_cache.reorder(rows)
+
+    ranked = [sorted(h, key=lambda hyp: hyp.score, reverse=True)[:k] for h in finished]
+    best = [r[0] for r in ranked]
+    width = max(h.tokens.numel() for h in best)
+    fill = pad_symbol if pad_symbol is not None else end_symbol
+    tokens = torch.full((batch, width), start_symbol if fill is None else fill,
+                        dtype=src.dtype, device=device)
+    for b, h in enumerate(best):
+        tokens[b, : h.tokens.numel()] = h.tokens
+    result_scores = torch.tensor([h.score for h in best], device=device)
+    if return_all:
+        return tokens, result_scores, ranked
+    return tokens, result_scores
