@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from itertools import product
 
 import pytest
 import torch
+from torch import nn
 
-from vanilla_transformer import greedy_decode, make_model
+from vanilla_transformer import KVCache, greedy_decode, make_model
 from vanilla_transformer.beam_search import (
     Hypothesis,
     beam_search,
@@ -19,13 +21,99 @@ START, END, PAD = 1, 2, 0
 
 
 def peaky_model(seed: int, vocab: int) -> torch.nn.Module:
-    """A random tiny model whose next-token distributions are far from uniform, so the greedy
-    path is often not the most probable sequence."""
+    """A random tiny model with larger than usual weights, so that its next-token distributions
+    are far from uniform and depend on the prefix."""
     torch.manual_seed(seed)
     model = make_model(vocab, vocab, N=1, d_model=16, d_ff=32, h=2, dropout=0.0)
     with torch.no_grad():
-        model.generator.proj.weight.mul_(4.0)
+        for p in model.parameters():
+            if p.dim() > 1:
+                p.mul_(3.0)
     return model.eval()
+
+
+class GardenPath(nn.Module):
+    """A hand-made "model" whose most probable first token leads nowhere.
+
+    Vocabulary: 0 pad, 1 start, 2 end, 3 "a", 4 "b". After the start symbol, "a" has
+    probability 0.6 and "b" 0.4; after "a" every token is equally likely (0.2); after "b", "a"
+    has probability 0.96. Greedy decoding picks "a" first (total 0.6 * 0.2 = 0.12); the best
+    sequence is "b a" (0.4 * 0.96 = 0.384). It supports the recomputing path (use_cache=False).
+    """
+
+    vocab = 5
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.generator = nn.Identity()
+
+    def encode(self, src, src_mask):
+        return torch.zeros(src.size(0), src.size(1), 1)
+
+    def next_token_probs(self, prefix: list[int]) -> list[float]:
+        if prefix == [1]:
+            return [0.0, 0.0, 0.0, 0.6, 0.4]
+        if prefix[-2:] == [1, 4]:
+            return [0.01, 0.01, 0.01, 0.96, 0.01]
+        return [0.2] * 5
+
+    def decode(self, memory, src_mask, ys, tgt_mask):
+        rows = [[self.next_token_probs(r[: i + 1]) for i in range(len(r))] for r in ys.tolist()]
+        return torch.tensor(rows).log()  # (batch, len, vocab): already log-probabilities
+
+
+class RandomTable(nn.Module):
+    """A hand-made "model" whose next-token distribution is a fixed random function of the
+    source row and the whole prefix, so that the most probable sequence is often not the greedy
+    one. It supports both decoding paths: with `use_cache=True` the prefix is kept in the
+    self-attention cache (as token ids), so a beam that is reordered wrongly scores wrongly.
+    """
+
+    def __init__(self, seed: int, vocab: int, temperature: float = 1.5) -> None:
+        super().__init__()
+        self.seed, self.vocab, self.temperature = seed, vocab, temperature
+        self.generator = nn.Identity()
+        self.tgt_embed = _TokenIdsAsFloats()
+        self.decoder = _TableDecoder(self)
+
+    def encode(self, src, src_mask):
+        return src.float().unsqueeze(-1)  # (batch, src_len, 1): the ids themselves
+
+    def log_probs(self, source: list[int], prefix: list[int]) -> list[float]:
+        g = torch.Generator().manual_seed(hash((self.seed, tuple(source), tuple(prefix))) % 2**31)
+        return (torch.randn(self.vocab, generator=g) * self.temperature).log_softmax(-1).tolist()
+
+    def decode(self, memory, src_mask, ys, tgt_mask):
+        sources_ = memory[..., 0].long().tolist()
+        return torch.tensor([[self.log_probs(s, r[: i + 1]) for i in range(len(r))]
+                             for s, r in zip(sources_, ys.tolist())])
+
+
+class _TokenIdsAsFloats(nn.Module):
+    def forward(self, ys):
+        return ys.float().unsqueeze(-1)  # (batch, len, 1)
+
+
+class _TableDecoder(nn.Module):
+    def __init__(self, table: RandomTable) -> None:
+        super().__init__()
+        self.table = [table]  # a plain list: not a submodule
+
+    def init_cache(self):
+        return [(KVCache(static=False), KVCache(static=True))]
+
+    def forward(self, x, memory, src_mask, tgt_mask, cache):
+        self_cache = cache[0][0]
+        new = x.unsqueeze(1)  # (batch, 1, 1, 1), shaped like (batch, h, len, d_k)
+        if self_cache.k is None:
+            self_cache.k, self_cache.v = new, new
+        else:
+            self_cache.k = torch.cat([self_cache.k, new], dim=2)
+            self_cache.v = self_cache.k
+        prefixes = self_cache.k[:, 0, :, 0].long().tolist()
+        sources_ = memory[..., 0].long().tolist()
+        table = self.table[0]
+        return torch.tensor([[table.log_probs(s, p)] for s, p in zip(sources_, prefixes)])
 
 
 def sources(seed: int, vocab: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -48,32 +136,50 @@ def all_hypotheses(vocab: int, n_generated: int, end: int | None) -> list[tuple[
     return out
 
 
-def exhaustive_best(model, src, mask, n_generated, end, alpha):
+def exhaustive_best(model, src, mask, n_generated, end, alpha, vocab):
     """Score every hypothesis with teacher forcing; return (best score, best tokens, runner-up)."""
-    hyps = all_hypotheses(model.generator.proj.out_features, n_generated, end)
+    hyps = all_hypotheses(vocab, n_generated, end)
     scored = []
-    for h in hyps:
-        ys = torch.tensor([[START, *h]])
-        logp = sequence_log_prob(model, src, mask, ys).item()
-        scored.append((logp / length_penalty(len(h), alpha), (START, *h)))
+    for n in range(1, n_generated + 1):
+        group = [h for h in hyps if len(h) == n]
+        if not group:
+            continue
+        ys = torch.tensor([[START, *h] for h in group])
+        logp = sequence_log_prob(model, src.expand(len(group), -1), mask.expand(len(group), -1), ys)
+        scored += [(lp / length_penalty(n, alpha), (START, *h)) for lp, h in zip(logp.tolist(), group)]
     scored.sort(key=lambda s: s[0], reverse=True)
     return scored[0][0], scored[0][1], scored[1][0]
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
-@pytest.mark.parametrize("alpha", [0.0, 0.6, 2.0])
-@pytest.mark.parametrize("end", [END, None], ids=["with-end", "no-end"])
-def test_full_width_beam_finds_the_exhaustive_optimum(seed, alpha, end):
+FULL_WIDTH_CASES = [
+    # (model, seed, alpha, end, use_cache)
+    ("table", 0, 0.0, END, True),
+    ("table", 1, 0.6, END, True),
+    ("table", 2, 0.6, END, False),
+    ("table", 3, 2.0, END, True),
+    ("table", 4, 0.6, None, True),
+    ("table", 5, 0.0, None, False),
+    ("transformer", 0, 0.6, END, True),
+    ("transformer", 1, 0.6, None, False),
+]
+
+
+def make(kind: str, seed: int, vocab: int) -> nn.Module:
+    return RandomTable(seed, vocab) if kind == "table" else peaky_model(seed, vocab)
+
+
+@pytest.mark.parametrize("kind, seed, alpha, end, use_cache", FULL_WIDTH_CASES)
+def test_full_width_beam_finds_the_exhaustive_optimum(kind, seed, alpha, end, use_cache):
     vocab, n_generated = 4, 3
-    model = peaky_model(seed, vocab)
+    model = make(kind, seed, vocab)
     src, mask = sources(seed, vocab)
     tokens, scores, hyps = beam_search(model, src, mask, max_len=n_generated + 1,
                                        start_symbol=START, end_symbol=end,
                                        beam_size=vocab**n_generated, length_penalty=alpha,
-                                       pad_symbol=PAD, return_all=True)
+                                       pad_symbol=PAD, use_cache=use_cache, return_all=True)
     for b in range(src.size(0)):
         best_score, best_tokens, runner_up = exhaustive_best(
-            model, src[b : b + 1], mask[b : b + 1], n_generated, end, alpha)
+            model, src[b : b + 1], mask[b : b + 1], n_generated, end, alpha, vocab)
         assert scores[b].item() == pytest.approx(best_score, abs=1e-5)
         assert hyps[b][0].score == pytest.approx(best_score, abs=1e-5)
         if best_score - runner_up > 1e-4:  # a clear winner must be the one returned
@@ -83,33 +189,47 @@ def test_full_width_beam_finds_the_exhaustive_optimum(seed, alpha, end):
             assert all(t == PAD for t in row[len(best_tokens):])
 
 
-def test_wider_beams_find_better_sequences_than_greedy():
-    vocab, n_generated = 5, 4
-    gains = 0
+def test_narrow_beams_miss_what_the_full_width_beam_finds():
+    # the hand-made models are ones where searching matters, so the test above has teeth
+    vocab, n_generated, missed = 4, 3, 0
     for seed in range(4):
-        model = peaky_model(seed, vocab)
+        model = RandomTable(seed, vocab)
         src, mask = sources(seed, vocab)
-        greedy = greedy_decode(model, src, mask, n_generated + 1, START)
-        _, wide = beam_search(model, src, mask, n_generated + 1, START, None, beam_size=8,
+        greedy = greedy_decode(model, src, mask, n_generated + 1, START, use_cache=True)
+        _, narrow = beam_search(model, src, mask, n_generated + 1, START, None, beam_size=2,
+                                length_penalty=0.0)
+        _, full = beam_search(model, src, mask, n_generated + 1, START, None, beam_size=64,
                               length_penalty=0.0)
         greedy_logp = sequence_log_prob(model, src, mask, greedy)
-        assert torch.all(wide >= greedy_logp - 1e-5)  # a beam never does worse than greedy here
-        gains += int((wide > greedy_logp + 1e-4).sum())
-    assert gains > 0  # and the test models are ones where searching matters
+        assert torch.all(full >= narrow - 1e-6) and torch.all(full >= greedy_logp - 1e-6)
+        missed += int((full > greedy_logp + 1e-3).sum()) + int((full > narrow + 1e-3).sum())
+    assert missed > 0
+
+
+def test_a_beam_of_two_escapes_the_garden_path_that_greedy_takes():
+    model = GardenPath()
+    src = torch.ones(1, 3, dtype=torch.long)
+    greedy = greedy_decode(model, src, None, 3, START)
+    assert greedy.tolist() == [[START, 3, 0]]  # "a", then the first of five equal choices
+    tokens, scores = beam_search(model, src, None, 3, START, None, beam_size=2,
+                                 length_penalty=0.0, use_cache=False)
+    assert tokens.tolist() == [[START, 4, 3]]  # "b a"
+    assert scores.item() == pytest.approx(math.log(0.4 * 0.96), rel=1e-5)
+    assert sequence_log_prob(model, src, None, greedy).item() == pytest.approx(math.log(0.12))
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
 @pytest.mark.parametrize("end", [END, None], ids=["with-end", "no-end"])
 def test_beam_size_one_is_greedy_decoding(seed, end):
     vocab = 7
-    model = peaky_model(seed, vocab)
     src, mask = sources(seed, vocab)
-    for use_cache in (True, False):
-        greedy = greedy_decode(model, src, mask, 8, START, end_symbol=end, pad_symbol=PAD,
-                               use_cache=use_cache)
-        tokens, _ = beam_search(model, src, mask, 8, START, end, beam_size=1, pad_symbol=PAD,
-                                use_cache=use_cache)
-        assert torch.equal(tokens, greedy)
+    for model in (peaky_model(seed, vocab), RandomTable(seed, vocab)):
+        for use_cache in (True, False):
+            greedy = greedy_decode(model, src, mask, 8, START, end_symbol=end, pad_symbol=PAD,
+                                   use_cache=use_cache)
+            tokens, _ = beam_search(model, src, mask, 8, START, end, beam_size=1,
+                                    pad_symbol=PAD, use_cache=use_cache)
+            assert torch.equal(tokens, greedy)
 
 
 @pytest.mark.parametrize("seed", [0, 1])

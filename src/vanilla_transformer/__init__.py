@@ -19,6 +19,16 @@ from torch import nn
 
 from .attention import KVCache, MultiHeadedAttention, attention, clones, keep_attention
 from .batching import Batch, collate_batch, data_gen, pad_sequences
+from .calculator import (
+    Component,
+    ModuleCount,
+    ParameterCount,
+    count_parameters,
+    parameter_count,
+    parameter_count_for,
+    source_closed_form,
+    source_terms,
+)
 from .config import PRESETS, ModelConfig
 from .decoder import Decoder, DecoderLayer
 from .decoding import greedy_decode
@@ -32,6 +42,8 @@ from .interop import (
     load_from_torch,
     to_torch,
 )
+from .memory import MemoryEstimate, dtype_bytes, memory_estimate, memory_estimate_for
+from .flops import FlopCount, forward_flops, forward_flops_for
 from .masks import (
     attn_mask_to_keep,
     keep_to_attn_mask,
@@ -85,6 +97,22 @@ __all__ = [
     "collate_batch",
     # decoding
     "greedy_decode",
+    # the cost calculator
+    "parameter_count",
+    "parameter_count_for",
+    "count_parameters",
+    "ParameterCount",
+    "ModuleCount",
+    "Component",
+    "source_closed_form",
+    "source_terms",
+    "forward_flops",
+    "forward_flops_for",
+    "FlopCount",
+    "memory_estimate",
+    "memory_estimate_for",
+    "MemoryEstimate",
+    "dtype_bytes",
     # inspecting a model
     "trace_shapes",
     "format_shape_table",
