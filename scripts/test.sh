@@ -4,6 +4,7 @@
 # pages), and the browser tests of the built site. pytest's "no tests collected" (exit 5) fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export NO_MKDOCS_2_WARNING=1  # Material's banner about its successor, printed at every build
 start=$(date +%s)
 .venv/bin/python -m mkdocs build --strict --site-dir site
 .venv/bin/python -m pytest -p no:cacheprovider "$@"

@@ -136,8 +136,8 @@ def all_hypotheses(vocab: int, n_generated: int, end: int | None) -> list[tuple[
     return out
 
 
-def exhaustive_best(model, src, mask, n_generated, end, alpha, vocab):
-    """Score every hypothesis with teacher forcing; return (best score, best tokens, runner-up)."""
+def exhaustive_scores(model, src, mask, n_generated, end, alpha, vocab):
+    """Score every hypothesis with teacher forcing: {tokens: score}, best first."""
     hyps = all_hypotheses(vocab, n_generated, end)
     scored = []
     for n in range(1, n_generated + 1):
@@ -148,7 +148,7 @@ def exhaustive_best(model, src, mask, n_generated, end, alpha, vocab):
         logp = sequence_log_prob(model, src.expand(len(group), -1), mask.expand(len(group), -1), ys)
         scored += [(lp / length_penalty(n, alpha), (START, *h)) for lp, h in zip(logp.tolist(), group)]
     scored.sort(key=lambda s: s[0], reverse=True)
-    return scored[0][0], scored[0][1], scored[1][0]
+    return {tokens: score for score, tokens in scored}
 
 
 FULL_WIDTH_CASES = [
@@ -178,8 +178,13 @@ def test_full_width_beam_finds_the_exhaustive_optimum(kind, seed, alpha, end, us
                                        beam_size=vocab**n_generated, length_penalty=alpha,
                                        pad_symbol=PAD, use_cache=use_cache, return_all=True)
     for b in range(src.size(0)):
-        best_score, best_tokens, runner_up = exhaustive_best(
-            model, src[b : b + 1], mask[b : b + 1], n_generated, end, alpha, vocab)
+        exhaustive = exhaustive_scores(model, src[b : b + 1], mask[b : b + 1], n_generated, end,
+                                       alpha, vocab)
+        (best_tokens, best_score), (_, runner_up) = list(exhaustive.items())[:2]
+        # every hypothesis the beam kept is scored as teacher forcing scores it
+        assert len(hyps[b]) == len(exhaustive)
+        for h in hyps[b]:
+            assert h.score == pytest.approx(exhaustive[tuple(h.tokens.tolist())], abs=1e-5)
         assert scores[b].item() == pytest.approx(best_score, abs=1e-5)
         assert hyps[b][0].score == pytest.approx(best_score, abs=1e-5)
         if best_score - runner_up > 1e-4:  # a clear winner must be the one returned

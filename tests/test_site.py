@@ -161,7 +161,8 @@ class Recorder:
             self.errors.append(f"HTTP {response.status} for {response.url}")
 
     def request_failed(self, request) -> None:
-        if request.url.startswith(self.origin):
+        # ERR_ABORTED: cancelled because the test moved on to the next page, not a fault of the site.
+        if request.url.startswith(self.origin) and "ERR_ABORTED" not in (request.failure or ""):
             self.errors.append(f"request failed: {request.url} ({request.failure})")
 
     def take(self) -> tuple[list[str], list[str]]:
@@ -317,11 +318,8 @@ def article_api_links(site: Path) -> list[tuple[str, str]]:
     links = []
     for index in sorted((site / "articles").rglob("index.html")):
         path = "/" + index.parent.relative_to(site).as_posix() + "/"
-        for href in re.findall(r'<a [^>]*class="autorefs autorefs-internal"[^>]*href="([^"]+)"', _read(index)):
-            links.append((path, href))
-        for href in re.findall(r'<a [^>]*href="([^"]+)"[^>]*class="autorefs autorefs-internal"', _read(index)):
-            links.append((path, href))
-    return [(path, href) for path, href in links if "/api/" in urljoin(path, href)]
+        links += [(path, href) for href in _parse(index).autorefs if "/api/" in urljoin(path, href)]
+    return links
 
 
 def test_cross_reference_from_an_article_lands_on_its_api_entry(site, origin, tab):
@@ -348,21 +346,24 @@ def test_cross_reference_from_an_article_lands_on_its_api_entry(site, origin, ta
     assert not blocked and not errors, blocked + errors
 
 
-def pages_with_math(site: Path) -> list[str]:
-    found = []
+def pages_with_math(site: Path) -> tuple[list[str], list[str]]:
+    """Markdown pages with a formula, and notebook pages with `$` in a Markdown cell."""
+    markdown, notebooks = [], []
     for path in site_pages(site):
-        html = _read(site / path.strip("/") / "index.html") if path != "/" else _read(site / "index.html")
-        if 'class="arithmatex"' in html or ("jupyter-wrapper" in html and "$" in html):
-            found.append(path)
-    return found
+        html = _read(site / path.lstrip("/") / "index.html")
+        if "jupyter-wrapper" in html:
+            cells = re.findall(r'class="[^"]*jp-RenderedMarkdown[^"]*"[^>]*>(.*?)</div>', html, re.DOTALL)
+            if any("$" in cell for cell in cells):
+                notebooks.append(path)
+        elif 'class="arithmatex"' in html:
+            markdown.append(path)
+    return markdown, notebooks
 
 
 def test_instant_navigation_typesets_math(site, origin, tab):
-    targets = pages_with_math(site)
-    assert targets, "no page of the site has math"
-    notebook_targets = [p for p in targets if "jupyter-wrapper" in _read(site / p.strip("/") / "index.html")]
-    markdown_targets = [p for p in targets if p not in notebook_targets]
-    chosen = markdown_targets[:1] + notebook_targets[:1]
+    markdown, notebooks = pages_with_math(site)
+    assert markdown, "no Markdown page of the site has math"
+    chosen = [page for page in markdown if page != "/"][:1] + notebooks[:1]
     tab.goto(origin + "/", wait_until="load")
     tab.wait_for_function(WAIT_FOR_MATH)
     tab.evaluate("() => { window.__sameDocument = true; }")
@@ -386,8 +387,14 @@ def test_dark_mode_follows_the_reader(browser, origin):
         page = context.new_page()
         page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(origin) else route.abort())
         page.goto(origin + "/", wait_until="load")
-        scheme = page.evaluate("() => document.body.getAttribute('data-md-color-scheme')")
-        assert scheme == "slate"
+        scheme = "() => document.body.getAttribute('data-md-color-scheme')"
+        assert page.evaluate(scheme) == "slate"
+        # The toggle in the header switches to the light scheme.
+        page.evaluate(
+            """() => Array.from(document.querySelectorAll('[data-md-component=palette] label'))
+                       .find((label) => label.offsetParent !== null).click()"""
+        )
+        page.wait_for_function(f"() => ({scheme})() === 'default'")
     finally:
         context.close()
 
@@ -407,6 +414,7 @@ class _LinksAndIds(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.ids: set[str] = set()
         self.links: list[str] = []
+        self.autorefs: list[str] = []  # cross-references made by mkdocs-autorefs
 
     def handle_starttag(self, tag, attrs):
         attrs = dict(attrs)
@@ -414,6 +422,8 @@ class _LinksAndIds(HTMLParser):
             self.ids.add(attrs["id"])
         if tag == "a" and attrs.get("name"):
             self.ids.add(attrs["name"])
+        if tag == "a" and attrs.get("href") and "autorefs-internal" in (attrs.get("class") or "").split():
+            self.autorefs.append(attrs["href"])
         for attr in ("href", "src"):
             if attrs.get(attr) and tag in ("a", "img", "script", "link", "source", "iframe"):
                 self.links.append(attrs[attr])
@@ -462,3 +472,53 @@ def test_pages_are_discovered(site):
     pages = site_pages(site)
     assert "/" in pages and "/api/attention/" in pages, pages
     assert all(not p.startswith("/404") for p in pages)
+
+
+# --------------------------------------------------------------------------------------------- #
+# The figures hook (no browser)                                                                #
+# --------------------------------------------------------------------------------------------- #
+
+
+def _figures_hook():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("figures_hook", ROOT / "docs" / "hooks" / "figures.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_figure_hook_renders_deterministic_svg(tmp_path):
+    hook = _figures_hook()
+    (tmp_path / "figures").mkdir()
+    script = tmp_path / "figures" / "noise.py"
+    script.write_text(
+        "import matplotlib.pyplot as plt\n"
+        "import torch\n"
+        "def draw():\n"
+        "    fig, ax = plt.subplots(figsize=(2, 2))\n"
+        "    ax.plot(torch.randn(5).tolist(), label='noise')\n"
+        "    ax.legend()\n"
+        "    return fig\n",
+        encoding="utf-8",
+    )
+    assert hook.figure_scripts(tmp_path) == [script]
+    first, second = hook.render_svg(script), hook.render_svg(script)
+    assert first.startswith(b"<?xml") and b"<svg" in first
+    assert first == second  # seeded, no date, fixed ids
+    assert b"<dc:date>" not in first
+
+
+def test_a_failing_figure_script_fails_the_build_with_its_name(tmp_path):
+    from mkdocs.exceptions import PluginError
+
+    hook = _figures_hook()
+    (tmp_path / "figures").mkdir()
+    broken = tmp_path / "figures" / "broken.py"
+    broken.write_text("def draw():\n    raise RuntimeError('no data')\n", encoding="utf-8")
+    with pytest.raises(PluginError, match=r"docs/figures/broken\.py failed: RuntimeError: no data"):
+        hook.render_svg(broken)
+    not_a_figure = tmp_path / "figures" / "number.py"
+    not_a_figure.write_text("def draw():\n    return 3\n", encoding="utf-8")
+    with pytest.raises(PluginError, match=r"number\.py: draw\(\) returned int"):
+        hook.render_svg(not_a_figure)

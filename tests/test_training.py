@@ -121,7 +121,7 @@ def test_label_smoothing_target_distribution(smoothing, target):
 
 
 def test_label_smoothing_without_padding_rows_and_with_exactly_one():
-    # the source's index_fill_ over torch.nonzero(...).squeeze() misbehaves in both cases
+    # the squeezed index of torch.nonzero(...) is 1-D, empty, or 0-D in these cases
     crit = LabelSmoothing(5, padding_idx=0, smoothing=0.3)
     x = torch.randn(3, 5).log_softmax(-1)
     crit(x, torch.tensor([1, 2, 3]))
@@ -135,6 +135,14 @@ def test_label_smoothing_with_zero_smoothing_is_nll_over_non_padding():
     x = torch.randn(5, V).log_softmax(-1)
     loss = LabelSmoothing(V, padding_idx=0)(x, target)
     torch.testing.assert_close(loss, F.nll_loss(x, target, ignore_index=0, reduction="sum"))
+
+
+def test_kldivloss_gives_nan_where_label_smoothing_gives_a_number():
+    x = torch.tensor([[float("-inf"), 0.0, float("-inf")]])  # all mass on token 1
+    crit = LabelSmoothing(3, padding_idx=0)
+    loss = crit(x, torch.tensor([1]))
+    assert loss.item() == 0.0
+    assert torch.isnan(nn.KLDivLoss(reduction="sum")(x, crit.true_dist))
 
 
 def test_label_smoothing_padding_rows_give_zero_not_nan():

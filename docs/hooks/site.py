@@ -10,6 +10,10 @@
 - Docstrings follow the house style's `Example:` heading; Google style (griffe) reads only
   `Examples:` as a section of doctest code and would render `Example:` as Markdown prose. The hook
   makes griffe read both the same way, so `>>>` lines show as code.
+- mkdocs-jupyter builds a notebook page's table of contents from a Markdown copy of the notebook
+  without its inline code, so a heading such as "`clones`: N copies" gets a contents link that
+  matches no id on the page. The hook rebuilds that table from the headings of the rendered page,
+  and records the page's ids so that the strict build checks links to its anchors too.
 - A page may render an object of the package a second time (`::: vanilla_transformer.x.y` in an
   article, to show its docstring and source there). Cross-references to that object keep going to
   its entry in the API reference.
@@ -20,11 +24,14 @@ from __future__ import annotations
 import logging
 import os
 import re
+from html import escape as html_escape
+from html.parser import HTMLParser
 from pathlib import Path
 
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import event_priority
+from mkdocs.structure.toc import get_toc
 
 log = logging.getLogger("mkdocs.hooks.site")
 
@@ -57,9 +64,58 @@ def _read_example_sections() -> None:
     google._section_kind.setdefault("example", DocstringSectionKind.examples)
 
 
+class _Headings(HTMLParser):
+    """The ids of a page, and its headings as table-of-contents tokens."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.ids: set[str] = set()
+        self.headings: list[dict] = []
+        self._heading: dict | None = None
+        self._skip = 0  # depth inside a heading's permalink
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if attrs.get("id"):
+            self.ids.add(attrs["id"])
+        if re.fullmatch(r"h[1-6]", tag) and attrs.get("id"):
+            self._heading = {"level": int(tag[1]), "id": attrs["id"], "text": []}
+        elif self._heading is not None and (self._skip or "anchor-link" in (attrs.get("class") or "")):
+            self._skip += 1
+
+    def handle_endtag(self, tag):
+        if self._heading is None:
+            return
+        if self._skip:
+            self._skip -= 1
+        elif re.fullmatch(r"h[1-6]", tag):
+            name = " ".join("".join(self._heading.pop("text")).split())
+            self.headings.append({**self._heading, "name": html_escape(name, quote=False), "children": []})
+            self._heading = None
+
+    def handle_data(self, data):
+        if self._heading is not None and not self._skip:
+            self._heading["text"].append(data)
+
+
+def _nest(headings: list[dict]) -> list[dict]:
+    roots: list[dict] = []
+    stack: list[dict] = []
+    for heading in headings:
+        while stack and stack[-1]["level"] >= heading["level"]:
+            stack.pop()
+        (stack[-1]["children"] if stack else roots).append(heading)
+        stack.append(heading)
+    return roots
+
+
 def on_page_content(html: str, page, config: MkDocsConfig, files) -> str:
     if "jupyter-wrapper" in html:
         html = _NBCONVERT_MATHJAX.sub("", html)
+        parser = _Headings()
+        parser.feed(html)
+        page.toc = get_toc(_nest(parser.headings))
+        page.present_anchor_ids = parser.ids
     return html
 
 

@@ -38,7 +38,7 @@ from .training import (
     SimpleLossCompute,
     TrainState,
     load_checkpoint,
-    rate,
+    make_optimizer,
     run_epoch,
     save_checkpoint,
 )
@@ -203,11 +203,8 @@ def train_copy_model(
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(config.seed)
         model = config.make_model()
-        # the paper's Adam settings; lr=1 so that LambdaLR's multiplier is the learning rate
-        optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
-        scheduler = torch.optim.lr_scheduler.LambdaLR(
-            optimizer, lambda step: rate(step, config.d_model, config.factor, config.warmup)
-        )
+        optimizer, scheduler = make_optimizer(model, config.d_model, factor=config.factor,
+                                              warmup=config.warmup)
         criterion = LabelSmoothing(config.vocab, padding_idx=PAD, smoothing=config.smoothing)
         nbatches = config.steps * config.accum_iter
         data = data_gen(config.vocab, config.batch_size, nbatches, seq_len=config.seq_len,
@@ -329,8 +326,9 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
 def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add the `copy-task` subcommand to a command line.
 
-    The subcommand's handler is stored as the parser default `func`: after
-    `args = parser.parse_args()`, call `args.func(args)`; it returns the exit status.
+    The subcommand's handler is stored as the parser default `handler` (the convention of
+    [`cli`][vanilla_transformer.cli]): after `args = parser.parse_args()`, call
+    `args.handler(args)`; it returns the exit status.
 
     Args:
         subparsers: the object returned by `parser.add_subparsers()`.
@@ -344,7 +342,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         >>> parser = argparse.ArgumentParser(prog="vanilla-transformer")
         >>> _ = register(parser.add_subparsers(dest="command"))
         >>> args = parser.parse_args(["copy-task", "--seed", "3", "--no-progress"])
-        >>> args.seed, args.steps, args.func.__name__
+        >>> args.seed, args.steps, args.handler.__name__
         (3, 400, 'run_copy_task')
     """
     parser = subparsers.add_parser(
@@ -357,7 +355,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         ),
     )
     _add_arguments(parser)
-    parser.set_defaults(func=run_copy_task)
+    parser.set_defaults(handler=run_copy_task)
     return parser
 
 

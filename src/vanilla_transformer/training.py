@@ -13,8 +13,8 @@ section 5.3 "Optimizer" and section 5.4 "Regularization").
   [`TrainState`][vanilla_transformer.training.TrainState].
 
 These follow the Annotated Transformer's training code with its known problems fixed: the label
-smoothing works on batches without padding and never gives an infinite or NaN loss for padding
-rows; gradient accumulation divides by the number of tokens of the whole accumulation window, so
+smoothing loss is never NaN where the model gives a log-probability of $-\infty$ to a token the
+target rules out (padding rows included); gradient accumulation divides by the number of tokens of the whole accumulation window, so
 the accumulated gradient is the gradient of the mean loss over the combined batch; the optimizer
 and the scheduler step once per window, the last incomplete window included; and no argument has
 a mutable default.
@@ -24,6 +24,7 @@ Explained on the *Training the copy task* page.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import time
@@ -41,6 +42,7 @@ from .model import make_model_from_config
 
 __all__ = [
     "rate",
+    "make_optimizer",
     "LabelSmoothing",
     "SimpleLossCompute",
     "TrainState",
@@ -108,6 +110,42 @@ def rate(step: int, model_size: int, factor: float, warmup: int) -> float:
     return factor * model_size**-0.5 * min(step**-0.5, step * warmup**-1.5)
 
 
+def make_optimizer(
+    model: nn.Module, d_model: int, *, factor: float = 1.0, warmup: int = 4000
+) -> tuple[torch.optim.Adam, torch.optim.lr_scheduler.LambdaLR]:
+    r"""The paper's optimizer (section 5.3): Adam with $\beta_1 = 0.9$, $\beta_2 = 0.98$,
+    $\epsilon = 10^{-9}$, and the [`rate`][vanilla_transformer.training.rate] schedule.
+
+    The optimizer's base learning rate is `1.0`, so the scheduler's multiplier is the learning
+    rate itself. Call `scheduler.step()` after every `optimizer.step()`
+    ([`run_epoch`][vanilla_transformer.training.run_epoch] does).
+
+    Args:
+        model: the module whose parameters to train.
+        d_model: the model width used by the schedule.
+        factor: the schedule's scale.
+        warmup: the schedule's warm-up steps.
+
+    Returns:
+        `(optimizer, scheduler)`.
+
+    Raises:
+        ValueError: if `d_model`, `factor` or `warmup` is not positive.
+
+    Example:
+        >>> from vanilla_transformer.training import make_optimizer, rate
+        >>> optimizer, scheduler = make_optimizer(nn.Linear(4, 4), d_model=512, warmup=4000)
+        >>> optimizer.param_groups[0]["lr"] == rate(1, 512, 1.0, 4000)
+        True
+    """
+    rate(1, d_model, factor, warmup)  # checks the arguments now, not at the first step
+    optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: rate(step, d_model, factor, warmup)
+    )
+    return optimizer, scheduler
+
+
 class LabelSmoothing(nn.Module):
     r"""KL-divergence loss against a label-smoothed target distribution (paper section 5.4).
 
@@ -120,9 +158,12 @@ class LabelSmoothing(nn.Module):
 
     With `smoothing=0` this is the negative log-likelihood summed over the non-padding rows.
 
-    Compared with the Annotated Transformer's version: it works when no row is padding, a
-    padding row cannot produce `inf` or NaN, the size is checked against the input, and
-    `smoothing > 0` with fewer than 3 classes is refused instead of dividing by zero.
+    Compared with the Annotated Transformer's version, which sums `nn.KLDivLoss`: an entry
+    whose target is 0 adds exactly 0 even where the model's log-probability is $-\infty$
+    (`nn.KLDivLoss` gives NaN there, for instance for a padding row the model rules out),
+    padding rows are zeroed with a boolean mask that works for any number of them, the input's
+    size is checked, and `smoothing > 0` with fewer than 3 classes is refused instead of
+    dividing by zero.
 
     Args:
         size: number of classes (the target vocabulary size).
@@ -315,8 +356,9 @@ def run_epoch(
         data_iter: batches with `src`, `tgt`, `src_mask`, `tgt_mask`, `tgt_y` and `ntokens`
             (e.g. [`Batch`][vanilla_transformer.batching.Batch]es from
             [`data_gen`][vanilla_transformer.batching.data_gen]).
-        model: called as `model(src, tgt, src_mask, tgt_mask)` (a `DistributedDataParallel`
-            wrapper works).
+        model: called as `model(src, tgt, src_mask, tgt_mask)`. A `DistributedDataParallel`
+            wrapper works; its gradients are averaged across processes once per window
+            (`no_sync` for the other batches).
         loss_compute: called as `loss_compute(out, tgt_y, norm)`, returning `(loss_sum,
             loss_node)` like [`SimpleLossCompute`][vanilla_transformer.training.SimpleLossCompute],
             with `loss_node = loss_sum / norm`.
@@ -373,11 +415,15 @@ def run_epoch(
                 if window_tokens <= 0:
                     raise ValueError("a window of batches has no target tokens to predict")
                 window_loss = 0.0
-                for batch in window:
-                    out = model(batch.src, batch.tgt, batch.src_mask, batch.tgt_mask)
-                    loss_sum, loss_node = loss_compute(out, batch.tgt_y, window_tokens)
+                for i, batch in enumerate(window):
+                    # DistributedDataParallel need only average the gradients once per window
+                    defer_sync = training and i < len(window) - 1 and hasattr(model, "no_sync")
+                    with model.no_sync() if defer_sync else contextlib.nullcontext():
+                        out = model(batch.src, batch.tgt, batch.src_mask, batch.tgt_mask)
+                        loss_sum, loss_node = loss_compute(out, batch.tgt_y, window_tokens)
+                        if training:
+                            loss_node.backward()
                     if training:
-                        loss_node.backward()
                         state.step += 1
                         state.samples += int(batch.src.size(0))
                         state.tokens += int(batch.ntokens)

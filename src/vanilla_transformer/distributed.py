@@ -1,0 +1,328 @@
+"""Data-parallel training with `DistributedDataParallel`, launched by `torchrun`.
+
+The paper trained on 8 GPUs (section 5.2). Data parallelism is the simplest way to use several
+devices: every process (a *rank*) holds a full copy of the model, takes a different slice of each
+batch, and after `backward()` the ranks average their gradients, so every copy makes the same
+update. With equal slices, that update is the one a single process would make on the whole batch.
+
+[`train_distributed`][vanilla_transformer.distributed.train_distributed] trains the copy task this
+way with the unchanged [`run_epoch`][vanilla_transformer.training.run_epoch]: only the model is
+wrapped in `DistributedDataParallel`, and the data is sharded by
+[`shard_batches`][vanilla_transformer.distributed.shard_batches]. The backend is NCCL when CUDA
+is available and gloo on CPU. Run it with
+
+```console
+torchrun --standalone --nproc_per_node=2 -m vanilla_transformer.distributed --steps 100
+```
+
+or, without `torchrun`, in local CPU processes with
+[`run_local`][vanilla_transformer.distributed.run_local].
+
+Explained on the *Training the copy task* page.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch.nn.parallel import DistributedDataParallel
+
+from ._checks import check_non_negative_int, check_positive_int
+from .batching import Batch, data_gen
+from .copy_task import PAD, CopyTaskConfig
+from .model import EncoderDecoder
+from .training import LabelSmoothing, SimpleLossCompute, TrainState, make_optimizer, run_epoch
+
+__all__ = [
+    "default_backend",
+    "shard_batches",
+    "DistributedRun",
+    "train_distributed",
+    "run_local",
+    "free_port",
+    "main",
+]
+
+
+def default_backend() -> str:
+    """`"nccl"` when CUDA and NCCL are available, else `"gloo"` (which works on CPU).
+
+    Example:
+        >>> from vanilla_transformer.distributed import default_backend
+        >>> default_backend() in ("nccl", "gloo")
+        True
+    """
+    if torch.cuda.is_available() and dist.is_nccl_available():
+        return "nccl"
+    return "gloo"
+
+
+def shard_batches(
+    vocab: int,
+    batch_size: int,
+    nbatches: int,
+    *,
+    rank: int,
+    world_size: int,
+    seq_len: int = 10,
+    seed: int = 0,
+) -> Iterator[Batch]:
+    """This rank's slice of the copy-task batches.
+
+    Every rank draws the same global batches of `batch_size * world_size` sequences from
+    [`data_gen`][vanilla_transformer.batching.data_gen] with the same seed, and keeps the rows
+    `rank * batch_size` to `(rank + 1) * batch_size - 1`. The slices are disjoint and together
+    they are exactly the batches a single process would draw with `batch_size * world_size`.
+
+    Args:
+        vocab: vocabulary size.
+        batch_size: sequences per batch on this rank.
+        nbatches: number of batches.
+        rank: this process's rank, in `[0, world_size)`.
+        world_size: number of processes.
+        seq_len: sequence length, start symbol included.
+        seed: the data seed, the same on every rank.
+
+    Yields:
+        [`Batch`][vanilla_transformer.batching.Batch]es of `batch_size` sequences, `pad=0`.
+
+    Raises:
+        ValueError: if `rank` is not in `[0, world_size)` or a size is not positive.
+
+    Example:
+        >>> from vanilla_transformer.distributed import shard_batches
+        >>> a = next(shard_batches(11, 2, 1, rank=0, world_size=2, seed=5)).src
+        >>> b = next(shard_batches(11, 2, 1, rank=1, world_size=2, seed=5)).src
+        >>> torch.equal(torch.cat([a, b]), next(data_gen(11, 4, 1, seed=5)).src)
+        True
+    """
+    check_positive_int("world_size", world_size)
+    check_non_negative_int("rank", rank)
+    if rank >= world_size:
+        raise ValueError(f"rank must be in [0, {world_size}), got {rank}")
+    check_positive_int("batch_size", batch_size)
+    lo, hi = rank * batch_size, (rank + 1) * batch_size
+    for batch in data_gen(vocab, batch_size * world_size, nbatches, seq_len=seq_len, seed=seed):
+        src = batch.src[lo:hi]
+        yield Batch(src, src.clone(), pad=PAD)
+
+
+@dataclass
+class DistributedRun:
+    """What [`train_distributed`][vanilla_transformer.distributed.train_distributed] returns on
+    each rank.
+
+    Attributes:
+        model: the trained model (unwrapped from `DistributedDataParallel`), in eval mode.
+        losses: the mean loss per token of every optimizer step over the **global** batch (all
+            ranks' tokens), the same on every rank.
+        rank: this process's rank.
+        world_size: number of processes.
+        backend: the process-group backend used.
+        train_state: this rank's training counts.
+    """
+
+    model: EncoderDecoder
+    losses: list[float] = field(default_factory=list)
+    rank: int = 0
+    world_size: int = 1
+    backend: str = "gloo"
+    train_state: TrainState = field(default_factory=TrainState)
+
+
+def train_distributed(
+    config: CopyTaskConfig | None = None,
+    *,
+    backend: str | None = None,
+    progress: bool = False,
+) -> DistributedRun:
+    """Train the copy task on this rank of a data-parallel job.
+
+    Call it in every process of a job started by `torchrun` (or
+    [`run_local`][vanilla_transformer.distributed.run_local]): it reads `RANK`, `WORLD_SIZE`,
+    `LOCAL_RANK`, `MASTER_ADDR` and `MASTER_PORT` from the environment, joins the process group
+    unless one is already initialised (and then leaves it again), and trains with
+    `config.batch_size` sequences **per rank**. Every rank builds the same initial weights from
+    `config.seed`; the dropout generator is then seeded with `config.seed + rank` so the ranks
+    draw different dropout masks.
+
+    With dropout 0, the result equals
+    [`train_copy_model`][vanilla_transformer.copy_task.train_copy_model] run in one process with
+    `batch_size * world_size` sequences, up to floating-point rounding.
+
+    Args:
+        config: the run's settings (`batch_size` is per rank); the defaults if `None`.
+        backend: `"gloo"`, `"nccl"`, or `None` for
+            [`default_backend`][vanilla_transformer.distributed.default_backend].
+        progress: show a progress bar on rank 0.
+
+    Returns:
+        A [`DistributedRun`][vanilla_transformer.distributed.DistributedRun].
+
+    Raises:
+        RuntimeError: if the environment does not describe a distributed job.
+    """
+    config = CopyTaskConfig() if config is None else config
+    owns_group = not dist.is_initialized()
+    if owns_group:
+        if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
+            raise RuntimeError(
+                "RANK and WORLD_SIZE are not set: start this with torchrun "
+                "(torchrun --standalone --nproc_per_node=2 -m vanilla_transformer.distributed) "
+                "or use run_local"
+            )
+        dist.init_process_group(backend=backend or default_backend())
+    try:
+        rank, world_size = dist.get_rank(), dist.get_world_size()
+        used_backend = dist.get_backend()
+        if used_backend == "nccl":
+            device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+            torch.cuda.set_device(device)
+        else:
+            device = torch.device("cpu")
+
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(config.seed)  # the same initial weights on every rank
+            model = config.make_model().to(device)
+            torch.manual_seed(config.seed + rank)  # different dropout masks on each rank
+            ddp = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
+            optimizer, scheduler = make_optimizer(ddp, config.d_model, factor=config.factor,
+                                                  warmup=config.warmup)
+            criterion = LabelSmoothing(config.vocab, padding_idx=PAD, smoothing=config.smoothing)
+            nbatches = config.steps * config.accum_iter
+            data = (b.to(device) for b in shard_batches(
+                config.vocab, config.batch_size, nbatches, rank=rank, world_size=world_size,
+                seq_len=config.seq_len, seed=config.seed))
+            sums: list[tuple[float, int]] = []
+            last_tokens = [0]
+
+            def record(state: TrainState, loss: float) -> None:
+                tokens = state.tokens - last_tokens[0]
+                last_tokens[0] = state.tokens
+                sums.append((loss * tokens, tokens))
+
+            model.train()
+            # the generator runs outside DDP's forward; its gradients are still averaged,
+            # because DDP hooks every parameter that receives a gradient in backward()
+            _, state = run_epoch(
+                data, ddp, SimpleLossCompute(model.generator, criterion), optimizer, scheduler,
+                accum_iter=config.accum_iter, progress=progress and rank == 0, total=nbatches,
+                on_step=record, desc=f"rank {rank}",
+            )
+        totals = torch.tensor(sums, dtype=torch.float64, device=device)  # (steps, 2)
+        dist.all_reduce(totals)
+        losses = (totals[:, 0] / totals[:, 1]).tolist()
+        return DistributedRun(model.eval(), losses, rank, world_size, used_backend, state)
+    finally:
+        if owns_group:
+            dist.destroy_process_group()
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free right now (for `MASTER_PORT`).
+
+    Example:
+        >>> from vanilla_transformer.distributed import free_port
+        >>> 0 < free_port() < 65536
+        True
+    """
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _local_worker(rank: int, world_size: int, port: int, config: CopyTaskConfig, out_dir: str,
+                  threads: int) -> None:
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
+                      WORLD_SIZE=str(world_size), LOCAL_RANK=str(rank))
+    torch.set_num_threads(threads)
+    run = train_distributed(config, backend="gloo")
+    torch.save({"losses": run.losses, "state_dict": run.model.state_dict(),
+                "train_state": vars(run.train_state)}, os.path.join(out_dir, f"rank{rank}.pt"))
+
+
+def run_local(
+    config: CopyTaskConfig | None = None, world_size: int = 2, *, threads: int = 1
+) -> list[dict[str, Any]]:
+    """Run [`train_distributed`][vanilla_transformer.distributed.train_distributed] in
+    `world_size` local CPU processes (gloo on 127.0.0.1), without `torchrun`.
+
+    Args:
+        config: the run's settings (`batch_size` is per rank).
+        world_size: number of processes.
+        threads: PyTorch threads per process.
+
+    Returns:
+        One dict per rank, in rank order, with `losses` (the global per-step losses),
+        `state_dict` (the final weights) and `train_state` (that rank's counts, as a dict).
+
+    Raises:
+        torch.multiprocessing.ProcessRaisedException: if a rank fails.
+    """
+    check_positive_int("world_size", world_size)
+    config = CopyTaskConfig() if config is None else config
+    with tempfile.TemporaryDirectory() as out_dir:
+        mp.spawn(_local_worker, args=(world_size, free_port(), config, out_dir, threads),
+                 nprocs=world_size, join=True)
+        return [torch.load(os.path.join(out_dir, f"rank{r}.pt"), weights_only=True)
+                for r in range(world_size)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The `torchrun` entry point: `python -m vanilla_transformer.distributed [options]`.
+
+    Every rank trains; rank 0 prints the loss. With `--out DIR` each rank also writes its
+    losses and final weights to `DIR/rank<r>.pt`.
+
+    Args:
+        argv: the options (default: `sys.argv[1:]`); see `--help`.
+
+    Returns:
+        The exit status, `0`.
+    """
+    d = CopyTaskConfig()
+    parser = argparse.ArgumentParser(
+        prog="torchrun --standalone --nproc_per_node=2 -m vanilla_transformer.distributed",
+        description="Train the copy task with DistributedDataParallel.")
+    parser.add_argument("--steps", type=int, default=d.steps, help="optimizer steps")
+    parser.add_argument("--batch-size", type=int, default=d.batch_size, help="sequences per rank")
+    parser.add_argument("--seed", type=int, default=d.seed)
+    parser.add_argument("--N", type=int, default=d.N)
+    parser.add_argument("--d-model", type=int, default=d.d_model)
+    parser.add_argument("--d-ff", type=int, default=d.d_ff)
+    parser.add_argument("--h", type=int, default=d.h)
+    parser.add_argument("--dropout", type=float, default=d.dropout)
+    parser.add_argument("--warmup", type=int, default=d.warmup)
+    parser.add_argument("--factor", type=float, default=d.factor)
+    parser.add_argument("--backend", choices=("gloo", "nccl"), default=None)
+    parser.add_argument("--threads", type=int, default=1, help="PyTorch threads per rank")
+    parser.add_argument("--out", metavar="DIR", help="write each rank's result to DIR/rank<r>.pt")
+    parser.add_argument("--no-progress", action="store_true")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    config = d.replace(steps=args.steps, batch_size=args.batch_size, seed=args.seed, N=args.N,
+                       d_model=args.d_model, d_ff=args.d_ff, h=args.h, dropout=args.dropout,
+                       warmup=args.warmup, factor=args.factor)
+    run = train_distributed(config, backend=args.backend, progress=not args.no_progress)
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+        torch.save({"losses": run.losses, "state_dict": run.model.state_dict(),
+                    "train_state": vars(run.train_state)},
+                   os.path.join(args.out, f"rank{run.rank}.pt"))
+    if run.rank == 0:
+        print(f"{run.world_size} ranks ({run.backend}), {config.batch_size} sequences each; "
+              f"final loss: {run.losses[-1]:.6f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,187 @@
+"""Tests of vanilla_transformer.copy_task: training, evaluation, saving and the subcommand."""
+
+from __future__ import annotations
+
+import argparse
+import re
+
+import pytest
+import torch
+
+from vanilla_transformer import data_gen
+from vanilla_transformer.copy_task import (
+    START_SYMBOL,
+    CopyTaskConfig,
+    exact_match,
+    heldout_sequences,
+    main,
+    register,
+    run_copy_task,
+    train_copy_model,
+)
+
+TINY = CopyTaskConfig(N=1, d_model=16, d_ff=32, h=2, batch_size=8, steps=12, warmup=4)
+TINY_ARGS = ["--N", "1", "--d-model", "16", "--d-ff", "32", "--h", "2", "--batch-size", "8",
+             "--steps", "12", "--warmup", "4", "--eval-size", "6", "--examples", "2",
+             "--no-progress"]
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="vanilla-transformer")
+    register(parser.add_subparsers(dest="command", required=True))
+    return parser.parse_args(["copy-task", *argv])
+
+
+# --------------------------------------------------------------------------- config
+
+
+def test_defaults_match_the_documented_task():
+    c = CopyTaskConfig()
+    assert (c.vocab, c.seq_len) == (11, 10)
+    assert c.d_model % c.h == 0
+    model = c.make_model()
+    assert model.config.src_vocab == 11 and model.config.N == c.N
+
+
+@pytest.mark.parametrize(
+    "change, error, word",
+    [
+        (dict(vocab=2), ValueError, "vocab"),
+        (dict(seq_len=1), ValueError, "seq_len"),
+        (dict(steps=0), ValueError, "steps"),
+        (dict(batch_size=2.5), TypeError, "batch_size"),
+        (dict(d_model=30, h=4), ValueError, "divisible"),
+        (dict(dropout=1.0), ValueError, "dropout"),
+        (dict(smoothing=-0.1), ValueError, "smoothing"),
+        (dict(factor=0), ValueError, "factor"),
+        (dict(seed=-1), ValueError, "seed"),
+    ],
+)
+def test_config_rejects_bad_values(change, error, word):
+    with pytest.raises(error, match=word):
+        CopyTaskConfig(**change)
+
+
+# --------------------------------------------------------------------------- training
+
+
+def test_training_is_deterministic_and_learns():
+    first = train_copy_model(TINY)
+    second = train_copy_model(TINY)
+    assert first.losses == second.losses  # bit for bit
+    for (name, a), b in zip(first.model.state_dict().items(), second.model.state_dict().values()):
+        assert torch.equal(a, b), name
+    other = train_copy_model(TINY.replace(seed=1))
+    assert other.losses != first.losses
+    assert len(first.losses) == 12 and first.final_loss == first.losses[-1]
+    assert first.train_state.samples == 12 * 8 and first.train_state.tokens == 12 * 8 * 9
+    assert sum(first.losses[-3:]) < sum(first.losses[:3])
+    assert not first.model.training and first.seconds > 0
+
+
+def test_training_leaves_the_global_random_state_alone():
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    train_copy_model(TINY.replace(steps=2))
+    assert torch.equal(torch.rand(3), expected)
+
+
+def test_training_reports_each_step():
+    seen = []
+    train_copy_model(TINY.replace(steps=3, accum_iter=2),
+                     on_step=lambda state, loss: seen.append((state.accum_step, state.step)))
+    assert seen == [(1, 2), (2, 4), (3, 6)]
+
+
+# --------------------------------------------------------------------------- evaluation
+
+
+def test_heldout_sequences_come_from_another_stream():
+    held = heldout_sequences(100, seed=1)
+    assert held.shape == (100, 10)
+    assert torch.all(held[:, 0] == START_SYMBOL) and torch.all(held[:, 1:] >= 1)
+    train = torch.cat([b.src for b in data_gen(11, 64, 20, seed=0)])
+    assert not any(torch.equal(h, t) for h in held[:10] for t in train)
+    assert torch.equal(heldout_sequences(100, seed=1), held)  # reproducible
+
+
+def test_exact_match_counts_whole_rows():
+    run = train_copy_model(TINY)
+    src = heldout_sequences(20, seed=5)
+    accuracy, decoded = exact_match(run.model, src)
+    assert decoded.shape == src.shape and torch.all(decoded[:, 0] == START_SYMBOL)
+    assert accuracy == pytest.approx((decoded == src).all(1).float().mean().item())
+    # the cached and the recomputing decoders agree
+    assert torch.equal(exact_match(run.model, src, use_cache=False)[1], decoded)
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def run_command(argv: list[str], capsys) -> str:
+    args = parse(argv)
+    assert args.handler(args) == 0
+    return capsys.readouterr().out
+
+
+def test_subcommand_reports_loss_and_exact_match(capsys):
+    out = run_command(TINY_ARGS, capsys)
+    assert re.search(r"^final loss: \d+\.\d{6}", out, re.M)
+    assert re.search(r"^exact match: \d+\.\d%", out, re.M)
+    assert re.search(r"^step +1/12 +loss", out, re.M)  # --no-progress prints loss lines
+    assert len(re.findall(r"^  \[1, ", out, re.M)) == 2  # two decoded examples
+
+
+def test_subcommand_is_deterministic_with_a_seed(capsys):
+    def stable(out: str) -> list[str]:  # everything but the timing
+        return [re.sub(r"in \d+\.\d s", "", line) for line in out.splitlines()]
+
+    first = run_command([*TINY_ARGS, "--seed", "4"], capsys)
+    second = run_command([*TINY_ARGS, "--seed", "4"], capsys)
+    assert stable(first) == stable(second)
+    other = run_command([*TINY_ARGS, "--seed", "5"], capsys)
+    assert stable(other) != stable(first)
+
+
+def test_save_and_load_reproduce_the_decoded_outputs(tmp_path, capsys):
+    path = tmp_path / "copy.pt"
+    trained = run_command([*TINY_ARGS, "--seed", "2", "--save", str(path), "--examples", "6"],
+                          capsys)
+    assert f"saved model to {path}" in trained
+    loaded = run_command(["--load", str(path), "--eval-size", "6", "--examples", "6",
+                          "--no-progress"], capsys)
+    assert "loaded" in loaded and "trained 12 steps with seed 2" in loaded
+
+    def results(out: str) -> list[str]:
+        return [line for line in out.splitlines() if line.startswith(("  [", "exact match"))]
+
+    assert results(loaded) == results(trained) and len(results(loaded)) == 7
+
+
+def test_handler_restores_the_thread_count(capsys):
+    torch.set_num_threads(1)
+    run_command([*TINY_ARGS, "--steps", "1", "--threads", "2"], capsys)
+    assert torch.get_num_threads() == 1
+
+
+def test_main_runs_on_its_own(capsys):
+    assert main([*TINY_ARGS, "--steps", "2"]) == 0
+    assert "exact match:" in capsys.readouterr().out
+
+
+def test_bad_options_are_refused(capsys):
+    with pytest.raises(ValueError, match="steps"):
+        run_copy_task(parse([*TINY_ARGS, "--steps", "0"]))
+    with pytest.raises(ValueError, match="--eval-size"):
+        run_copy_task(parse([*TINY_ARGS, "--eval-size", "0"]))
+    with pytest.raises(SystemExit):
+        parse(["--steps", "many"])

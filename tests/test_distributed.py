@@ -1,0 +1,108 @@
+"""Data-parallel training in two local CPU processes equals one process on the combined batch."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+import torch.distributed as dist
+
+from vanilla_transformer import data_gen
+from vanilla_transformer.copy_task import CopyTaskConfig, train_copy_model
+from vanilla_transformer.distributed import (
+    default_backend,
+    free_port,
+    main,
+    run_local,
+    shard_batches,
+    train_distributed,
+)
+
+pytestmark = pytest.mark.skipif(not dist.is_gloo_available(), reason="needs the gloo backend")
+
+# two batches per optimizer step, so the gradients are averaged across ranks once per step
+CONFIG = CopyTaskConfig(N=1, d_model=16, d_ff=32, h=2, dropout=0.0, batch_size=4, steps=3,
+                        accum_iter=2, warmup=2, seed=3)
+
+
+@pytest.fixture(scope="module")
+def two_ranks():
+    return run_local(CONFIG, world_size=2)
+
+
+@pytest.fixture(scope="module")
+def one_process():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return train_copy_model(CONFIG.replace(batch_size=2 * CONFIG.batch_size))
+    finally:
+        torch.set_num_threads(threads)
+
+
+def test_ranks_end_with_identical_parameters(two_ranks):
+    first, second = (r["state_dict"] for r in two_ranks)
+    assert first.keys() == second.keys()
+    for name in first:
+        assert torch.equal(first[name], second[name]), name
+
+
+def test_each_rank_trained_on_its_own_half(two_ranks):
+    for r in two_ranks:
+        assert r["train_state"] == dict(step=6, accum_step=3, samples=24, tokens=24 * 9)
+
+
+def test_loss_equals_one_process_on_the_combined_batch(two_ranks, one_process):
+    for r in two_ranks:
+        assert r["losses"] == pytest.approx(one_process.losses, rel=1e-5)
+
+
+def test_weights_equal_one_process_on_the_combined_batch(two_ranks, one_process):
+    single = one_process.model.state_dict()
+    for name, value in two_ranks[0]["state_dict"].items():
+        if name.endswith("linears.1.bias"):
+            # The key projection's bias adds the same number to every score of a query, which
+            # the softmax ignores: its true gradient is 0. What is left is rounding noise, and
+            # Adam divides it by its own size, so these biases take steps of random sign.
+            continue
+        torch.testing.assert_close(value, single[name], rtol=1e-4, atol=1e-5, msg=name)
+
+
+def test_shards_are_disjoint_and_cover_the_global_batch():
+    shards = [list(shard_batches(11, 3, 2, rank=r, world_size=3, seed=9)) for r in range(3)]
+    for i, whole in enumerate(data_gen(11, 9, 2, seed=9)):
+        parts = [s[i].src for s in shards]
+        assert all(p.shape == (3, 10) for p in parts)
+        assert torch.equal(torch.cat(parts), whole.src)
+        assert all(torch.equal(s[i].tgt_y, s[i].src[:, 1:]) for s in shards)
+
+
+def test_bad_arguments_and_missing_environment(monkeypatch):
+    with pytest.raises(ValueError, match="rank"):
+        next(shard_batches(11, 2, 1, rank=2, world_size=2))
+    monkeypatch.delenv("RANK", raising=False)
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    with pytest.raises(RuntimeError, match="torchrun"):
+        train_distributed(CONFIG)
+    with pytest.raises(RuntimeError, match="torchrun"):
+        main(["--steps", "1", "--no-progress"])
+
+
+def test_one_rank_group_in_this_process(monkeypatch, capsys):
+    # the torchrun entry point, run as a world of one: same code path, no second process
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    monkeypatch.setenv("LOCAL_RANK", "0")
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", str(free_port()))
+    threads = torch.get_num_threads()
+    try:
+        assert main(["--steps", "2", "--batch-size", "3", "--N", "1", "--d-model", "16",
+                     "--d-ff", "32", "--h", "2", "--warmup", "1", "--no-progress"]) == 0
+    finally:
+        torch.set_num_threads(threads)
+    assert "1 ranks (gloo)" in capsys.readouterr().out
+    assert not dist.is_initialized()
+    assert default_backend() == ("nccl" if torch.cuda.is_available() else "gloo")
+    assert os.environ["WORLD_SIZE"] == "1"
