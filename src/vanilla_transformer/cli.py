@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -252,3 +253,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = " ".join(str(error).split())
         print(f"{PROG} {args.command}: error: {message}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader went away, e.g. `... | head`: not an error
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keep Python's exit flush quiet
+        return 0

@@ -66,6 +66,12 @@ PAD = 0
 class CopyTaskConfig:
     """Everything that determines a copy-task run; the defaults reach 100% exact match.
 
+    The defaults were tuned for a 2-core CPU: one layer per stack learns this task in fewer
+    steps than two, 600 steps of 64 sequences take a few seconds to a few tens of seconds, and
+    the paper's label smoothing of 0.1 keeps the gradients from vanishing once the model is
+    sure of itself (without it, late spikes in the loss sometimes cost a sequence or two of
+    the held-out set).
+
     Args:
         vocab: vocabulary size, padding and start symbol included.
         seq_len: sequence length, start symbol included.
@@ -80,7 +86,7 @@ class CopyTaskConfig:
         accum_iter: batches per optimizer step.
         warmup: warm-up steps of the learning-rate schedule.
         factor: scale of the learning-rate schedule.
-        smoothing: label smoothing.
+        smoothing: label smoothing $\\epsilon_{ls}$ (paper section 5.4).
         seed: seed of the weights, the dropout and the training data.
 
     Raises:
@@ -94,17 +100,17 @@ class CopyTaskConfig:
 
     vocab: int = 11
     seq_len: int = 10
-    N: int = 2
+    N: int = 1
     d_model: int = 64
     d_ff: int = 256
     h: int = 4
     dropout: float = 0.0
     batch_size: int = 64
-    steps: int = 400
+    steps: int = 600
     accum_iter: int = 1
     warmup: int = 100
     factor: float = 1.0
-    smoothing: float = 0.0
+    smoothing: float = 0.1
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -343,7 +349,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         >>> _ = register(parser.add_subparsers(dest="command"))
         >>> args = parser.parse_args(["copy-task", "--seed", "3", "--no-progress"])
         >>> args.seed, args.steps, args.handler.__name__
-        (3, 400, 'run_copy_task')
+        (3, 600, 'run_copy_task')
     """
     parser = subparsers.add_parser(
         "copy-task",
