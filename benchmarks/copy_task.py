@@ -61,7 +61,7 @@ def main() -> None:
     worst = max(r["wall_s"] for r in rows)
     all_exact = all(r["exact_match_percent"] == 100.0 for r in rows)
     print(f"{len(rows)} run(s): slowest {worst:.1f} s wall time; 100% exact match in every run: "
-          f"{all_exact}; load average before the last run ended: {os.getloadavg()[0]:.1f}")
+          f"{all_exact}; 1-minute load average at the end: {os.getloadavg()[0]:.1f}")
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(dict(
         benchmark="copy_task", cpus=os.cpu_count(), machine=platform.machine(),

@@ -146,7 +146,8 @@ def exhaustive_scores(model, src, mask, n_generated, end, alpha, vocab):
             continue
         ys = torch.tensor([[START, *h] for h in group])
         logp = sequence_log_prob(model, src.expand(len(group), -1), mask.expand(len(group), -1), ys)
-        scored += [(lp / length_penalty(n, alpha), (START, *h)) for lp, h in zip(logp.tolist(), group)]
+        lp = length_penalty(n, alpha)
+        scored += [(logp_h / lp, (START, *h)) for logp_h, h in zip(logp.tolist(), group)]
     scored.sort(key=lambda s: s[0], reverse=True)
     return {tokens: score for score, tokens in scored}
 

@@ -1,4 +1,4 @@
-"""Incremental (key/value-cached) greedy decoding gives the same tokens as recomputing the prefix."""
+"""Incremental (key/value cached) greedy decoding gives the tokens that recomputing gives."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tests of vanilla_transformer.training: schedule, label smoothing, loss, epoch loop, checkpoints."""
+"""Tests of vanilla_transformer.training: schedule, label smoothing, loss, epochs, checkpoints."""
 
 from __future__ import annotations
 

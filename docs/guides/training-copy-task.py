@@ -28,17 +28,17 @@
 # 5. training on several processes with `DistributedDataParallel`.
 #
 # Every cell below ran when this site was built, on a CPU. To keep the build short, the model
-# trained here is given 300 optimizer steps, half of what the command line uses by default; it
-# learns visibly, but may not copy every held-out sequence. The command line trains for the full
-# default and reaches 100% exact match:
+# trained here gets half the default number of optimizer steps; it learns visibly, but may not
+# copy every held-out sequence. The command line trains for the full default and reaches 100%
+# exact match:
 #
 # ```console
 # vanilla-transformer copy-task
 # ```
 #
-# The code lives in [`training`][vanilla_transformer.training],
-# [`copy_task`][vanilla_transformer.copy_task], [`beam_search`][vanilla_transformer.beam_search]
-# and [`distributed`][vanilla_transformer.distributed]. They follow the Annotated Transformer's
+# The code lives in [`training`](../../api/training/),
+# [`copy_task`](../../api/copy_task/), [`beam_search`](../../api/beam_search/)
+# and [`distributed`](../../api/distributed/). They follow the Annotated Transformer's
 # training code, with its known problems fixed; each fix is pointed out below in a block that
 # starts with **Correction**.
 
@@ -79,7 +79,7 @@ print(f"PyTorch {torch.__version__}")
 #
 # $$lrate = factor \cdot d_{model}^{-0.5} \cdot \min(step^{-0.5},\ step \cdot warmup^{-1.5})$$
 #
-# [`rate`][vanilla_transformer.training.rate] computes it. `LambdaLR` asks for step 0 before the
+# [`rate`](../../api/training/#vanilla_transformer.training.rate) computes it. `LambdaLR` asks for step 0 before the
 # first update, where $step^{-0.5}$ is undefined, so step 0 is treated as step 1. The curves
 # below are the paper's base model (`d_model = 512`, `warmup = 4000`), a longer warm-up, and a
 # narrower model.
@@ -101,7 +101,7 @@ plt.show()
 print(f"peak of the base model: {rate(4000, 512, 1.0, 4000):.2e} at step 4000")
 
 # %% [markdown]
-# [`make_optimizer`][vanilla_transformer.training.make_optimizer] builds the Adam optimizer and a
+# [`make_optimizer`](../../api/training/#vanilla_transformer.training.make_optimizer) builds the Adam optimizer and a
 # `LambdaLR` scheduler around this function. The optimizer's base rate is 1, so the scheduler's
 # multiplier *is* the learning rate:
 
@@ -121,7 +121,7 @@ print([f"{lr:.3e}" for lr in seen])
 # Instead of asking for probability 1 on the correct token, label smoothing (paper section 5.4,
 # $\epsilon_{ls} = 0.1$) asks for $1 - \epsilon$ on it and spreads $\epsilon$ over the other
 # tokens, except padding, which never gets any. The loss is the KL divergence between that target
-# and the model's distribution. [`LabelSmoothing`][vanilla_transformer.training.LabelSmoothing]
+# and the model's distribution. [`LabelSmoothing`](../../api/training/#vanilla_transformer.training.LabelSmoothing)
 # keeps the target of its last call in `true_dist`. Here are five rows over a vocabulary of five
 # tokens, padding id 0, with $\epsilon = 0.4$ to make the spread easy to see. The correct tokens
 # are 2, 1, 0, 3 and 3; the third row's target *is* padding.
@@ -171,7 +171,8 @@ assert torch.isnan(annotated_style) and torch.isfinite(loss) and padding_row == 
 def loss_at(x: float, smoothing: float) -> float:
     d = x + 3
     probs = torch.tensor([[0.0, x / d, 1 / d, 1 / d, 1 / d]])
-    return LabelSmoothing(5, padding_idx=0, smoothing=smoothing)(probs.log(), torch.tensor([1])).item()
+    crit = LabelSmoothing(5, padding_idx=0, smoothing=smoothing)
+    return crit(probs.log(), torch.tensor([1])).item()
 
 
 xs = list(range(1, 100))
@@ -190,7 +191,7 @@ assert 1 < best < 99
 # %% [markdown]
 # ## Gradient accumulation
 #
-# [`run_epoch`][vanilla_transformer.training.run_epoch] can add up the gradients of `accum_iter`
+# [`run_epoch`](../../api/training/#vanilla_transformer.training.run_epoch) can add up the gradients of `accum_iter`
 # batches before each optimizer step, to train with a batch larger than fits in memory at once.
 # Each batch's summed loss is divided by the number of target tokens in the whole group, so the
 # accumulated gradient is exactly the gradient of the mean loss over the combined batch.
@@ -228,11 +229,11 @@ assert gap < 1e-5
 # %% [markdown]
 # ## Training
 #
-# [`train_copy_model`][vanilla_transformer.copy_task.train_copy_model] builds a model with
-# [`make_model`][vanilla_transformer.model.make_model], the paper's optimizer and schedule, and
-# trains it on batches from [`data_gen`][vanilla_transformer.batching.data_gen]: every sequence
+# [`train_copy_model`](../../api/copy_task/#vanilla_transformer.copy_task.train_copy_model) builds a model with
+# [`make_model`](../../api/model/#vanilla_transformer.model.make_model), the paper's optimizer and schedule, and
+# trains it on batches from [`data_gen`](../../api/batching/#vanilla_transformer.batching.data_gen): every sequence
 # starts with the start symbol 1 and its other nine tokens are drawn from 1 to 10; 0 is padding.
-# The defaults of [`CopyTaskConfig`][vanilla_transformer.copy_task.CopyTaskConfig] are printed
+# The defaults of [`CopyTaskConfig`](../../api/copy_task/#vanilla_transformer.copy_task.CopyTaskConfig) are printed
 # below; this page only halves the number of steps.
 
 # %%
@@ -257,8 +258,9 @@ plt.show()
 # ## Greedy decoding of held-out sequences
 #
 # The test is **exact match**: greedy decoding must reproduce a whole sequence, token for token.
-# The 100 held-out sequences come from [`heldout_sequences`][vanilla_transformer.copy_task.heldout_sequences],
-# drawn with a different seed from the training data.
+# The 100 held-out sequences come from
+# [`heldout_sequences`](../../api/copy_task/#vanilla_transformer.copy_task.heldout_sequences), drawn with a different
+# seed from the training data.
 #
 # > **Correction.** Some versions of the source code start greedy decoding from
 # > `start_symbol=0`. In this task 0 is the padding id: the decoder never saw it as a first input.
@@ -283,7 +285,7 @@ assert from_one[0, 0] == 1
 # %% [markdown]
 # ## What the attention heads learned
 #
-# Inside [`keep_attention`][vanilla_transformer.attention.keep_attention], every attention module
+# Inside [`keep_attention`](../../api/attention/#vanilla_transformer.attention.keep_attention), every attention module
 # keeps its weights in `.attn`, shape `(batch, h, query_len, key_len)`. One forward pass over the
 # first held-out sequence fills the encoder's self-attention, the decoder's (masked)
 # self-attention and the decoder's attention over the source. Each panel is one head; rows are
@@ -313,7 +315,8 @@ fig.tight_layout()
 plt.show()
 cross = maps["decoder-encoder attention"].mean(0)  # (tgt_len, src_len), averaged over heads
 looks_ahead = (cross.argmax(-1) == torch.arange(1, 10)).float().mean().item()
-print(f"decoder position i attends most to source position i + 1 in {100 * looks_ahead:.0f}% of rows")
+print(f"decoder position i attends most to source position i + 1 in "
+      f"{100 * looks_ahead:.0f}% of rows")
 assert all(torch.allclose(a.sum(-1), torch.ones(a.shape[:-1])) for a in maps.values())
 
 # %% [markdown]
@@ -339,15 +342,17 @@ print(f"identical tokens for all 100 sequences; recomputing {1000 * (middle - st
       f"cached {1000 * (end - middle):.0f} ms")
 
 # %% [markdown]
-# For ten tokens and a model this small, the cache saves little; on the paper's base model and
-# 128 generated tokens it is several times faster (`benchmarks/cached_decoding.py` measures it).
+# Recomputing runs the decoder over the whole prefix at every step, so its cost grows with the
+# square of the output length, while the cache feeds one position per step. With ten tokens and a
+# model this small both take milliseconds; `benchmarks/cached_decoding.py` measures the gap on the
+# paper's base model for up to 256 generated tokens.
 #
 # ## Beam search
 #
 # The paper decodes translations with beam search, beam size 4 and length penalty
 # $\alpha = 0.6$ (section 6.1): the score of a finished hypothesis $Y$ is its log-probability
 # divided by $lp(Y) = ((5 + |Y|) / 6)^{\alpha}$.
-# [`beam_search`][vanilla_transformer.beam_search.beam_search] implements it for a batch. On the
+# [`beam_search`](../../api/beam_search/#vanilla_transformer.beam_search.beam_search) implements it for a batch. On the
 # copy task the most probable sequence is nearly always the greedy one, so the two agree on the
 # sequences the model copies well:
 
@@ -362,18 +367,18 @@ assert tokens.shape == (8, 10) and bool((scores <= 0).all())
 # %% [markdown]
 # ## Training on several processes
 #
-# [`train_distributed`][vanilla_transformer.distributed.train_distributed] runs the same
-# [`run_epoch`][vanilla_transformer.training.run_epoch] with the model wrapped in
+# [`train_distributed`](../../api/distributed/#vanilla_transformer.distributed.train_distributed) runs the same
+# [`run_epoch`](../../api/training/#vanilla_transformer.training.run_epoch) with the model wrapped in
 # `DistributedDataParallel`. Every rank draws the same global batch and keeps its own slice of
-# it ([`shard_batches`][vanilla_transformer.distributed.shard_batches]); after `backward()` the
+# it ([`shard_batches`](../../api/distributed/#vanilla_transformer.distributed.shard_batches)); after `backward()` the
 # ranks average their gradients, so all copies of the model stay identical, and with equal
 # slices the update is the one a single process would make on the whole batch. The backend is
 # gloo on CPU and NCCL on GPUs. Start it with `torchrun`:
 #
 # ```console
-# torchrun --standalone --nproc_per_node=2 -m vanilla_transformer.distributed --steps 600
+# torchrun --standalone --nproc_per_node=2 -m vanilla_transformer.distributed --steps 400
 # ```
 #
 # The tests run two CPU processes with
-# [`run_local`][vanilla_transformer.distributed.run_local] and check that both end with the same
+# [`run_local`](../../api/distributed/#vanilla_transformer.distributed.run_local) and check that both end with the same
 # weights and that the loss equals a single process's on the combined batch.

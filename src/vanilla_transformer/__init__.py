@@ -31,7 +31,8 @@ from .calculator import (
 )
 from .config import PRESETS, ModelConfig
 from .decoder import Decoder, DecoderLayer
-from .decoding import greedy_decode
+from .beam_search import Hypothesis, beam_search, length_penalty
+from .decoding import embed_last_position, greedy_decode
 from .embeddings import Embeddings, Generator, PositionalEncoding, sinusoid_table
 from .encoder import Encoder, EncoderLayer
 from .layers import LayerNorm, PositionwiseFeedForward, SublayerConnection, make_layer_norm
@@ -55,6 +56,16 @@ from .masks import (
 )
 from .model import EncoderDecoder, make_model, make_model_from_config
 from .tracing import ShapeRecord, format_shape_table, trace_shapes
+from .training import (
+    LabelSmoothing,
+    SimpleLossCompute,
+    TrainState,
+    load_checkpoint,
+    make_optimizer,
+    rate,
+    run_epoch,
+    save_checkpoint,
+)
 
 __version__ = "0.1.0"
 
@@ -97,6 +108,19 @@ __all__ = [
     "collate_batch",
     # decoding
     "greedy_decode",
+    "embed_last_position",
+    "beam_search",
+    "length_penalty",
+    "Hypothesis",
+    # training
+    "rate",
+    "make_optimizer",
+    "LabelSmoothing",
+    "SimpleLossCompute",
+    "TrainState",
+    "run_epoch",
+    "save_checkpoint",
+    "load_checkpoint",
     # the cost calculator
     "parameter_count",
     "parameter_count_for",

@@ -246,14 +246,17 @@ class MultiHeadedAttention(nn.Module):
             )
 
         static_hit = cache is not None and cache.static and cache.k is not None
-        if query is key and key is value and not static_hit:
+        # Fusing the projections pays for concatenating the weights only when many rows are
+        # projected (training); a decoding step projects a handful of rows.
+        fuse = query.numel() >= d_model * d_model
+        if fuse and query is key and key is value and not static_hit:
             # self-attention: the three projections as one matrix multiply
             q, k, v = (self._split_heads(t) for t in self._project(query, 3))
         else:
             q = self._split_heads(self.linears[0](query))
             if static_hit:
                 k, v = cache.k, cache.v
-            elif key is value:
+            elif key is value and key.numel() >= d_model * d_model:
                 k, v = (self._split_heads(t) for t in self._project(key, 2, first=1))
             else:
                 k = self._split_heads(self.linears[1](key))

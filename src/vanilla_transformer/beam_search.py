@@ -35,7 +35,7 @@ from typing import NamedTuple
 import torch
 
 from ._checks import check_positive_int
-from .decoding import _embed_last
+from .decoding import embed_last_position
 from .masks import subsequent_mask
 from .model import EncoderDecoder
 
@@ -49,6 +49,11 @@ class Hypothesis(NamedTuple):
         tokens: token ids `(length,)`, the start symbol first.
         score: the length-normalised score $\\log P / lp$.
         log_prob: the total log-probability $\\log P$ of the generated tokens.
+
+    Example:
+        >>> from vanilla_transformer.beam_search import Hypothesis
+        >>> Hypothesis(torch.tensor([1, 5, 2]), score=-0.5, log_prob=-0.6).tokens.tolist()
+        [1, 5, 2]
     """
 
     tokens: torch.Tensor
@@ -112,6 +117,9 @@ def sequence_log_prob(
 
     Returns:
         `(batch,)`: the sum over positions `1..length-1` of `log P(ys[:, i] | ys[:, :i], src)`.
+
+    Raises:
+        ValueError: if `ys` is not `(batch, length)` with `length >= 2`.
 
     Example:
         >>> from vanilla_transformer.beam_search import sequence_log_prob
@@ -195,15 +203,16 @@ def beam_search(
     batch, k = src.size(0), beam_size
     device = src.device
 
-    memory = model.encode(src, src_mask).repeat_interleave(k, dim=0)  # (batch * k, src_len, d_model)
+    memory = model.encode(src, src_mask)
+    memory = memory.repeat_interleave(k, dim=0)  # (batch * k, src_len, d_model)
     if src_mask is not None and src_mask.size(0) != 1:
         src_mask = src_mask.repeat_interleave(k, dim=0)
     ys = torch.full((batch * k, 1), start_symbol, dtype=src.dtype, device=device)
     if max_len == 1:  # nothing to generate: the start symbol, with log-probability 0
-        start = ys[::k]
+        start, zeros = ys[::k], torch.zeros(batch, device=device)
         if return_all:
-            return start, torch.zeros(batch, device=device), [[Hypothesis(r, 0.0, 0.0)] for r in start]
-        return start, torch.zeros(batch, device=device)
+            return start, zeros, [[Hypothesis(row, 0.0, 0.0)] for row in start]
+        return start, zeros
     # cumulative log-probability of each alive beam; at the start only beam 0 is real, so the
     # copies of it cannot all be chosen
     scores = torch.full((batch, k), -math.inf, device=device)
@@ -217,7 +226,7 @@ def beam_search(
         if cache is None:
             out = model.decode(memory, src_mask, ys, subsequent_mask(ys.size(1)).to(device))
         else:
-            out = model.decoder(_embed_last(model, ys), memory, src_mask, None, cache)
+            out = model.decoder(embed_last_position(model, ys), memory, src_mask, None, cache)
         logp = model.generator(out[:, -1]).float()  # (batch * k, vocab)
         vocab = logp.size(-1)
         candidates = (scores.view(-1, 1) + logp).view(batch, k * vocab)
@@ -247,7 +256,8 @@ def beam_search(
         alive, pick = top.masked_fill(ends, -math.inf).topk(k, dim=1)
         alive[torch.tensor(done, device=device)] = -math.inf
         rows = (offsets + beam.gather(1, pick)).view(-1)  # (batch * k,) indices into ys
-        ys = torch.cat([ys.index_select(0, rows), token.gather(1, pick).view(-1, 1).to(ys.dtype)], 1)
+        new_tokens = token.gather(1, pick).view(-1, 1).to(ys.dtype)  # (batch * k, 1)
+        ys = torch.cat([ys.index_select(0, rows), new_tokens], dim=1)
         scores = alive
         if cache is not None:
             for self_cache, _ in cache:

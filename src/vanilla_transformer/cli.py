@@ -24,6 +24,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from . import copy_task
 from .calculator import parameter_count_for
 from .config import PRESETS, ModelConfig
 from .flops import forward_flops_for
@@ -66,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     # ---- Subcommand registrations: the single place where subcommands are added. ----
     # Each line calls a module's register(subparsers); add new subcommands here.
     register(subparsers)  # params
+    copy_task.register(subparsers)  # copy-task
     # ---- end of subcommand registrations ----
     return parser
 

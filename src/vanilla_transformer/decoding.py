@@ -19,11 +19,32 @@ from .embeddings import Embeddings, PositionalEncoding
 from .masks import subsequent_mask
 from .model import EncoderDecoder
 
-__all__ = ["greedy_decode"]
+__all__ = ["greedy_decode", "embed_last_position"]
 
 
-def _embed_last(model: EncoderDecoder, ys: torch.Tensor) -> torch.Tensor:
-    """Embed only the newest target position, `(batch, 1, d_model)`."""
+def embed_last_position(model: EncoderDecoder, ys: torch.Tensor) -> torch.Tensor:
+    """Embed only the newest target position, as incremental decoding needs.
+
+    For the usual `nn.Sequential(Embeddings, PositionalEncoding)` target embedding this looks up
+    one token and adds one row of the positional table; for any other embedding it embeds the
+    whole prefix and keeps the last position. Both give what `model.tgt_embed(ys)[:, -1:]` gives.
+
+    Args:
+        model: the encoder-decoder.
+        ys: the target prefix `(batch, t + 1)`.
+
+    Returns:
+        `(batch, 1, d_model)`.
+
+    Raises:
+        ValueError: if position `t` is beyond the positional-encoding table.
+
+    Example:
+        >>> model = make_model(11, 11, N=1, d_model=16, d_ff=32, h=2).eval()
+        >>> ys = torch.tensor([[1, 4, 7]])
+        >>> torch.allclose(embed_last_position(model, ys), model.tgt_embed(ys)[:, -1:])
+        True
+    """
     embed = model.tgt_embed
     if (
         isinstance(embed, nn.Sequential)
@@ -96,7 +117,7 @@ def greedy_decode(
             mask = subsequent_mask(ys.size(1)).to(src.device)
             out = model.decode(memory, src_mask, ys, mask)
         else:
-            out = model.decoder(_embed_last(model, ys), memory, src_mask, None, cache)
+            out = model.decoder(embed_last_position(model, ys), memory, src_mask, None, cache)
         prob = model.generator(out[:, -1])  # (batch, vocab)
         next_word = prob.argmax(dim=-1)
         if end_symbol is not None:

@@ -28,7 +28,7 @@ heads, in elements of $p$ bytes:
 | attention weights: softmax output; with dropout also the mask and the dropped weights | $BaLL'$ each |
 | feed-forward: $W_1$ input; ReLU output; with dropout also the mask and the dropped output | $BLd$; $BLd_{ff}$ each |
 | residual dropout mask | $BLd$ |
-| fused projections: the concatenated copy $[W^Q; W^K; W^V]$ of each self-attention, $[W^K; W^V]$ of each cross-attention | $3d^2$, $2d^2$ |
+| fused projections (only for inputs of at least $d$ rows, $BL \ge d$): the concatenated copy $[W^Q; W^K; W^V]$ of each self-attention, $[W^K; W^V]$ of each cross-attention | $3d^2$, $2d^2$ |
 
 plus the dropout masks after the positional encoding, the final LayerNorm inputs, the encoder
 output (the cross-attention key/value input, one tensor shared by every decoder layer) and the
@@ -268,8 +268,10 @@ def _activations(
         Component("decoder_feed_forward", feed_forward(T), n),
         Component("final_norms", B * (S + T) * d * ln, 1 if config.has_final_norm else 0),
         Component("generator", B * T * (d + config.tgt_vocab) * p, 1, "input, log-probs"),
-        Component("fused_qkv_weights", 3 * d * d * p, 2 * n, "self-attention [W^Q; W^K; W^V]"),
-        Component("fused_kv_weights", 2 * d * d * p, n, "cross-attention [W^K; W^V]"),
+        # attention fuses its projections only for inputs of at least d_model rows
+        Component("fused_qkv_weights", 3 * d * d * p, n * ((B * S >= d) + (B * T >= d)),
+                  "self-attention [W^Q; W^K; W^V]"),
+        Component("fused_kv_weights", 2 * d * d * p, n * (B * S >= d), "cross-attention [W^K; W^V]"),
     )
 
 

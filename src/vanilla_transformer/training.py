@@ -14,10 +14,10 @@ section 5.3 "Optimizer" and section 5.4 "Regularization").
 
 These follow the Annotated Transformer's training code with its known problems fixed: the label
 smoothing loss is never NaN where the model gives a log-probability of $-\infty$ to a token the
-target rules out (padding rows included); gradient accumulation divides by the number of tokens of the whole accumulation window, so
-the accumulated gradient is the gradient of the mean loss over the combined batch; the optimizer
-and the scheduler step once per window, the last incomplete window included; and no argument has
-a mutable default.
+target rules out (padding rows included); gradient accumulation divides by the number of tokens
+of the whole accumulation window, so the accumulated gradient is the gradient of the mean loss
+over the combined batch; the optimizer and the scheduler step once per window, the last
+incomplete window included; and no argument has a mutable default.
 
 Explained on the *Training the copy task* page.
 """
@@ -94,7 +94,7 @@ def rate(step: int, model_size: int, factor: float, warmup: int) -> float:
         0.0006988
         >>> rate(0, 512, 1.0, 4000) == rate(1, 512, 1.0, 4000)
         True
-        >>> opt = torch.optim.Adam(nn.Linear(2, 2).parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
+        >>> opt = torch.optim.Adam(nn.Linear(2, 2).parameters(), lr=1.0, betas=(0.9, 0.98))
         >>> sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: rate(s, 512, 1.0, 4000))
         >>> opt.param_groups[0]["lr"] == rate(0, 512, 1.0, 4000)
         True
@@ -264,7 +264,8 @@ class SimpleLossCompute:
         >>> from vanilla_transformer.training import LabelSmoothing, SimpleLossCompute
         >>> gen = Generator(8, 5)
         >>> compute = SimpleLossCompute(gen, LabelSmoothing(5, padding_idx=0))
-        >>> loss_sum, loss_node = compute(torch.randn(2, 3, 8), torch.tensor([[1, 2, 3], [4, 0, 0]]), 4)
+        >>> y = torch.tensor([[1, 2, 3], [4, 0, 0]])  # 4 tokens that are not padding
+        >>> loss_sum, loss_node = compute(torch.randn(2, 3, 8), y, 4)
         >>> bool(torch.isclose(loss_sum, loss_node.detach() * 4)), loss_node.requires_grad
         (True, True)
     """
@@ -443,7 +444,8 @@ def run_epoch(
                 if bar is not None:
                     postfix = {"loss": f"{window_loss / window_tokens:.4f}"}
                     if training:
-                        postfix["lr"] = f"{optimizer.param_groups[0]['lr']:.2e}"  # type: ignore[union-attr]
+                        lr = optimizer.param_groups[0]["lr"]  # type: ignore[union-attr]
+                        postfix["lr"] = f"{lr:.2e}"
                     postfix["tok/s"] = f"{total_tokens / (time.perf_counter() - start):.0f}"
                     bar.set_postfix(postfix, refresh=False)
     finally:
