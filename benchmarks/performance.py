@@ -217,6 +217,29 @@ def achieved_flops(train_rows: list[dict], peak: dict) -> list[dict]:
     return rows
 
 
+def profile_step(length: int, tokens_per_batch: int, top: int = 12) -> dict:
+    """Where the time of one fast-path training step goes, by operator (torch profiler).
+
+    Operators are grouped by name; `self_s` is the time spent in the operator itself, so the
+    shares add up to the whole step.
+    """
+    from torch.profiler import ProfilerActivity, profile
+
+    batch = make_inputs(max(1, tokens_per_batch // length), length)
+    model = build("fast").train()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-4)
+    train_step(model, batch, opt)
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        train_step(model, batch, opt)
+    events = sorted(prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
+    total = sum(e.self_cpu_time_total for e in events)
+    ops = [{"op": e.key, "self_s": e.self_cpu_time_total / 1e6, "share": e.self_cpu_time_total / total,
+            "calls": e.count} for e in events[:top]]
+    matmul = sum(e.self_cpu_time_total for e in events if e.key in ("aten::mm", "aten::addmm", "aten::bmm"))
+    return {"length": length, "batch": batch.src.size(0), "total_self_s": total / 1e6,
+            "matmul_share": matmul / total, "top_ops": ops}
+
+
 def command_time(cmd: list[str]) -> float:
     t0 = time.perf_counter()
     subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True)
@@ -274,7 +297,19 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--with-build-time", action="store_true")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--profile-only", action="store_true",
+                        help="add an operator profile of one training step to an existing results file")
     args = parser.parse_args(argv)
+
+    if args.profile_only:
+        res = json.loads(args.out.read_text())
+        res["profile"] = [profile_step(n, res["config"]["tokens_per_batch"]) for n in (64, 1024)]
+        for prof in res["profile"]:
+            print(f"length {prof['length']}: matmul share {prof['matmul_share']:.0%}")
+            for op in prof["top_ops"][:6]:
+                print(f"  {op['op']:32s} {op['share']:6.1%}")
+        args.out.write_text(json.dumps(res, indent=2) + "\n")
+        return 0
 
     lengths = (16, 32) if args.quick else (64, 256, 1024)
     tokens = 64 if args.quick else 2048
@@ -294,6 +329,7 @@ def main(argv=None) -> int:
         py = str(ROOT / ".venv" / "bin" / "python")
         res["docs_build_s"] = command_time([py, "-m", "mkdocs", "build", "--strict", "-d", "/tmp/vt-bench-site"])
         res["tests_s"] = command_time([py, "-m", "pytest", "-q", "-p", "no:cacheprovider"])
+    res["profile"] = [profile_step(n, tokens) for n in (min(lengths), max(lengths))]
     res["targets"] = targets(res)
     print(json.dumps(res["targets"], indent=2))
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -106,3 +106,27 @@ def test_float_masks_from_the_sources_work():
     as_long = mha(x, x, x, subsequent_mask(4).type_as(torch.tensor([1])))
     assert as_float.shape == as_long.shape == (1, 4, 8)
     torch.testing.assert_close(as_long, mha(x, x, x, subsequent_mask(4)))
+
+
+def test_fast_path_in_training_keeps_the_reference_dropout():
+    # on the CPU the fast path trains with the explicit computation: same seed, same dropout masks
+    mha = MultiHeadedAttention(2, 16, dropout=0.3).train()
+    x = torch.randn(2, 5, 16)
+    mask = subsequent_mask(5)
+    torch.manual_seed(5)
+    fast = mha(x, x, x, mask)
+    torch.manual_seed(5)
+    with keep_attention(mha):
+        ref = mha(x, x, x, mask)
+    torch.testing.assert_close(fast, ref, atol=1e-5, rtol=1e-5)
+
+
+def test_all_true_masks_are_dropped_once_per_forward():
+    from vanilla_transformer.masks import as_keep_mask
+
+    full = torch.ones(2, 1, 4, dtype=torch.bool)
+    assert as_keep_mask(full, 2, 4, 4, none_if_full=True) is None
+    assert as_keep_mask(full, 2, 4, 4).shape == (2, 1, 1, 4)
+    partial = full.clone()
+    partial[0, 0, 3] = False
+    assert as_keep_mask(partial, 2, 4, 4, none_if_full=True).shape == (2, 1, 1, 4)

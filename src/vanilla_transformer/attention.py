@@ -11,8 +11,12 @@ where $\mathrm{head}_i = \mathrm{Attention}(Q W_i^Q, K W_i^K, V W_i^V)$ and $d_k
 [`MultiHeadedAttention`][vanilla_transformer.attention.MultiHeadedAttention] has two paths that
 compute the same function:
 
-- the **fast path**, `torch.nn.functional.scaled_dot_product_attention`, used whenever the
-  attention weights are not needed;
+- the **fast path**, used whenever the attention weights are not needed. It calls
+  `torch.nn.functional.scaled_dot_product_attention`, except when training with dropout on the
+  CPU: PyTorch has no fused CPU kernel for that case and falls back to a sequence of kernels
+  that is slower than the explicit one, so the fast path then runs the explicit computation
+  with fewer passes over the scores (the scale applied to the queries, the mask filled in
+  place), with the same dropout;
 - the **reference path**, the explicit [`attention`][vanilla_transformer.attention.attention]
   function below, used when the weights are kept for visualisation (`keep_attn=True`, or inside
   [`keep_attention`][vanilla_transformer.attention.keep_attention]) or when `fast=False`.
@@ -118,6 +122,21 @@ def attention(
     if dropout is not None:
         p_attn = dropout(p_attn)
     return torch.matmul(p_attn, value), p_attn
+
+
+def _attention_with_dropout(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    mask: torch.Tensor | None,
+    dropout: nn.Module,
+) -> torch.Tensor:
+    """`attention(...)[0]` with fewer passes over the scores: the scale is applied to the queries
+    and the mask is filled in place. Same result and same dropout masks as `attention`."""
+    scores = torch.matmul(query * (1.0 / math.sqrt(query.size(-1))), key.transpose(-2, -1))
+    if mask is not None:
+        scores.masked_fill_(~mask, max(MASK_FILL, torch.finfo(scores.dtype).min))
+    return torch.matmul(dropout(scores.softmax(dim=-1)), value)
 
 
 @dataclass
@@ -271,6 +290,11 @@ class MultiHeadedAttention(nn.Module):
         if self.keep_attn or not self.fast:
             x, p_attn = attention(q, k, v, mask=mask, dropout=self.dropout)
             self.attn = p_attn.detach()
+        elif self.training and self.dropout.p > 0 and q.device.type == "cpu":
+            # PyTorch has no fused CPU kernel with dropout on the weights; its fallback makes
+            # more passes over the (batch, h, query_len, key_len) scores than this does
+            x = _attention_with_dropout(q, k, v, mask, self.dropout)
+            self.attn = None
         else:
             x = F.scaled_dot_product_attention(
                 q, k, v, attn_mask=mask, dropout_p=self.dropout.p if self.training else 0.0

@@ -144,8 +144,12 @@ class Decoder(nn.Module):
                 raise ValueError(f"cache has {len(cache)} entries, expected {len(self.layers)}")
             k = cache[0][0].k
             cached = 0 if k is None else k.size(2)
-        src_mask = as_keep_mask(src_mask, batch, tgt_len, memory.size(1), "src_mask")
-        tgt_mask = as_keep_mask(tgt_mask, batch, tgt_len, cached + tgt_len, "tgt_mask")
+        src_mask = as_keep_mask(
+            src_mask, batch, tgt_len, memory.size(1), "src_mask", none_if_full=True
+        )
+        tgt_mask = as_keep_mask(
+            tgt_mask, batch, tgt_len, cached + tgt_len, "tgt_mask", none_if_full=True
+        )
         for i, layer in enumerate(self.layers):
             x = layer(x, memory, src_mask, tgt_mask, None if cache is None else cache[i])
         return self.norm(x)

@@ -100,7 +100,7 @@ class Encoder(nn.Module):
         Raises:
             ValueError: if `mask` cannot broadcast to `(batch, src_len, src_len)`.
         """
-        mask = as_keep_mask(mask, x.size(0), x.size(1), x.size(1), "src_mask")
+        mask = as_keep_mask(mask, x.size(0), x.size(1), x.size(1), "src_mask", none_if_full=True)
         for layer in self.layers:
             x = layer(x, mask)
         return self.norm(x)

@@ -130,7 +130,13 @@ def padding_mask(tokens: torch.Tensor, pad: int) -> torch.Tensor:
 
 
 def as_keep_mask(
-    mask: torch.Tensor | None, batch: int, query_len: int, key_len: int, name: str = "mask"
+    mask: torch.Tensor | None,
+    batch: int,
+    query_len: int,
+    key_len: int,
+    name: str = "mask",
+    *,
+    none_if_full: bool = False,
 ) -> torch.Tensor | None:
     """Check a keep-mask and bring it to the form the attention modules use.
 
@@ -144,10 +150,13 @@ def as_keep_mask(
         query_len: the number of query positions.
         key_len: the number of key positions.
         name: what to call the mask in error messages.
+        none_if_full: return `None` when every position may attend, so that attention can skip
+            the masking work (the encoder and decoder stacks do this once per forward pass).
 
     Returns:
-        `None` if `mask` is `None`, else a bool tensor of shape
-        `(batch or 1, 1, query_len or 1, key_len)`; the size-1 axis is the head axis.
+        `None` if `mask` is `None` (or lets everything through and `none_if_full`), else a bool
+        tensor of shape `(batch or 1, 1, query_len or 1, key_len)`; the size-1 axis is the head
+        axis.
 
     Raises:
         ValueError: if the shape cannot broadcast to `(batch, query_len, key_len)`.
@@ -159,6 +168,8 @@ def as_keep_mask(
         mask = mask != 0
     if mask.dim() == 3:
         mask = mask.unsqueeze(1)
+    if none_if_full and bool(mask.all()):
+        return None
     return mask
 
 

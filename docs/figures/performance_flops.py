@@ -1,0 +1,40 @@
+"""Achieved FLOP/s of a training step as a fraction of the measured matrix-multiply peak, from the
+committed benchmark results."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+
+
+def draw():
+    spec = importlib.util.spec_from_file_location("_perf", Path(__file__).with_name("_performance_data.py"))
+    d = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(d)
+    res = d.load()
+    rows = res["achieved_flops"]
+    lengths = sorted({r["length"] for r in rows})
+    fig, ax = plt.subplots(figsize=(8, 3.6))
+    width = 0.27
+    for i, impl in enumerate(d.LABELS):
+        vals = [next(r["fraction_of_peak"] for r in rows if r["impl"] == impl and r["length"] == n)
+                for n in lengths]
+        xs = [j + (i - 1) * width for j in range(len(lengths))]
+        ax.bar(xs, vals, width, color=d.COLOURS[impl], label=d.LABELS[impl])
+        for x, v in zip(xs, vals):
+            ax.text(x, v, f"{v:.0%}", ha="center", va="bottom", fontsize=7)
+    ax.axhline(0.6, color="grey", linestyle="--", linewidth=1, label="target 60%")
+    ax.set_xticks(range(len(lengths)), [f"length {n}" for n in lengths])
+    ax.set_ylabel("fraction of matmul peak")
+    peak = res["matmul_peak"]["peak_flop_s"] / 1e9
+    ax.set_title(f"training-step FLOP/s (calculator's count / median time); peak {peak:.0f} GFLOP/s",
+                 fontsize=10)
+    ax.legend(fontsize=8, loc="upper left")
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,44 @@
+"""Training-step time of the base configuration for the three implementations, from the committed
+benchmark results: median bars with the fastest and slowest repetition as the error bar."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+
+
+def _data():
+    spec = importlib.util.spec_from_file_location("_perf", Path(__file__).with_name("_performance_data.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def draw():
+    d = _data()
+    res = d.load()
+    rows = res["training_step"]
+    lengths = sorted({r["length"] for r in rows})
+    impls = list(d.LABELS)
+    fig, axes = plt.subplots(1, len(lengths), figsize=(11, 3.6))
+    for ax, length in zip(axes, lengths):
+        for i, impl in enumerate(impls):
+            r = next(r for r in rows if r["impl"] == impl and r["length"] == length)
+            err = [[r["median_s"] - r["min_s"]], [r["max_s"] - r["median_s"]]]
+            ax.bar(i, r["median_s"], yerr=err, color=d.COLOURS[impl], capsize=4, label=d.LABELS[impl])
+            ax.text(i, r["median_s"] / 2, f"{r['median_s']:.2f} s", ha="center", fontsize=8)
+        batch = next(r["batch"] for r in rows if r["length"] == length)
+        ax.set_title(f"length {length}, batch {batch}", fontsize=10)
+        ax.set_xticks([])
+        ax.set_ylabel("seconds per step (median)")
+    axes[0].legend(loc="lower left", fontsize=8)
+    fig.suptitle(f"Training step, base configuration (forward + backward + Adam), {res['machine']['cpu']}",
+                 fontsize=10)
+    fig.tight_layout()
+    return fig
