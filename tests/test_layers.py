@@ -52,3 +52,25 @@ def test_feed_forward_is_position_wise():
     assert out.shape == (2, 5, 8)
     torch.testing.assert_close(out[:, 2], ff(x[:, 2:3])[:, 0])
     assert ff.w_1.weight.shape == (32, 8) and ff.w_2.weight.shape == (8, 32)
+
+
+def test_annotated_layer_norm_gradients_match_the_formula():
+    torch.manual_seed(0)
+    x = torch.randn(3, 5, 7, dtype=torch.double, requires_grad=True)
+    ln = LayerNorm(7).double()
+    with torch.no_grad():
+        ln.a_2.normal_()
+        ln.b_2.normal_()
+    assert torch.autograd.gradcheck(ln, (x,))
+    formula = ln.a_2 * (x - x.mean(-1, keepdim=True)) / (x.std(-1, keepdim=True) + ln.eps) + ln.b_2
+    g = torch.randn_like(formula)
+    expected = torch.autograd.grad(formula, (x, ln.a_2, ln.b_2), g)
+    got = torch.autograd.grad(ln(x), (x, ln.a_2, ln.b_2), g)
+    for e, o in zip(expected, got):
+        torch.testing.assert_close(o, e)
+
+
+def test_annotated_layer_norm_constant_row_has_finite_gradient():
+    x = torch.ones(2, 4, requires_grad=True)
+    LayerNorm(4)(x).sum().backward()
+    assert torch.isfinite(x.grad).all()

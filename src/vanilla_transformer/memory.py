@@ -23,7 +23,7 @@ heads, in elements of $p$ bytes:
 
 | kept for the backward pass | elements |
 | --- | --- |
-| LayerNorm input (the annotated LayerNorm also keeps $x - \mu$ and $a_2(x - \mu)$) | $BLd$ (annotated: $3BLd$) |
+| LayerNorm: its input (torch flavour) or its normalised input (annotated flavour) | $BLd$ |
 | attention: projection input, $Q$, $K$, $V$, output-projection input | $5BLd$ (self); $3BLd + 2BL'd$ (cross: its key/value input is the encoder output, counted once) |
 | attention weights: softmax output; with dropout also the mask and the dropped weights | $BaLL'$ each |
 | feed-forward: $W_1$ input; ReLU output; with dropout also the mask and the dropped output | $BLd$; $BLd_{ff}$ each |
@@ -246,7 +246,7 @@ def _activations(
     d, d_ff, a, n = config.d_model, config.d_ff, config.h, config.N
     m = mask_bytes if config.dropout > 0 else 0  # no dropout, no masks
     kept = p if config.dropout > 0 else 0  # dropout's output is a new tensor
-    ln = p * (3 if config.layer_norm == "annotated" else 1)  # per LayerNorm input element
+    ln = p  # per LayerNorm input element: x (torch) or the normalised x (annotated)
 
     def probs(q_len: int, k_len: int) -> int:  # softmax output, dropout mask and output
         return B * a * q_len * k_len * (p + m + kept)
