@@ -271,10 +271,15 @@ def build_and_test_times() -> dict:
     includes the browser tests against the site that build produced."""
     py = str(ROOT / ".venv" / "bin" / "python")
     env_build = [py, "-m", "mkdocs", "build", "--strict", "--site-dir", "site"]
-    return {
-        "docs_build_s": command_time(env_build),
-        "tests_s": command_time([py, "-m", "pytest", "-q", "-p", "no:cacheprovider"]),
-    }
+    # The performance page prints these very times; its block cannot check them before they
+    # exist, so the timed run leaves that one block out.
+    page = ROOT / "docs" / "guides" / "performance.md"
+    lines = page.read_text().splitlines()
+    uses = next(i for i, line in enumerate(lines) if "docs_build_s" in line)
+    fence = max(i for i in range(uses) if lines[i].strip() == "```python") + 1
+    pytest = [py, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+              "--deselect", f"docs/guides/performance.md::line {fence}"]
+    return {"docs_build_s": command_time(env_build), "tests_s": command_time(pytest)}
 
 
 def machine() -> dict:
