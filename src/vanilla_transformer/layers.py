@@ -52,14 +52,14 @@ class _AnnotatedLayerNorm(torch.autograd.Function):
     def forward(ctx, x, a, b, eps):  # type: ignore[override]
         var, mean = torch.var_mean(x, dim=-1, keepdim=True)  # unbiased variance
         std = var.sqrt()
-        r = (std + eps).reciprocal()
-        xhat = (x - mean).mul_(r)
-        ctx.save_for_backward(xhat, r, std, a)
+        den = std + eps  # divide, not multiply by 1/den: 1/1e-6 overflows float16
+        xhat = (x - mean).div_(den)
+        ctx.save_for_backward(xhat, den, std, a)
         return torch.addcmul(b, xhat, a)
 
     @staticmethod
     def backward(ctx, g):  # type: ignore[override]
-        xhat, r, std, a = ctx.saved_tensors
+        xhat, den, std, a = ctx.saved_tensors
         batch_dims = tuple(range(g.dim() - 1))
         grad_a = (g * xhat).sum(batch_dims) if ctx.needs_input_grad[1] else None
         grad_b = g.sum(batch_dims) if ctx.needs_input_grad[2] else None
@@ -68,7 +68,7 @@ class _AnnotatedLayerNorm(torch.autograd.Function):
             gxh = g * a
             coef = (gxh * xhat).sum(-1, keepdim=True) / ((xhat.size(-1) - 1) * std)
             coef = coef.masked_fill_(std == 0, 0.0)  # a constant row has xhat = 0 anyway
-            d = torch.addcmul(gxh * r, xhat, coef, value=-1.0)
+            d = torch.addcmul(gxh / den, xhat, coef, value=-1.0)
             grad_x = d - d.mean(-1, keepdim=True)
         return grad_x, grad_a, grad_b, None
 
