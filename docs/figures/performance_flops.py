@@ -3,8 +3,9 @@ committed benchmark results."""
 
 from __future__ import annotations
 
-import importlib.util
+import runpy
 from pathlib import Path
+from types import SimpleNamespace
 
 import matplotlib
 
@@ -12,11 +13,11 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
 
+SHARED = Path(__file__).with_name("_performance_data.py")  # the results loader and colours
+
 
 def draw():
-    spec = importlib.util.spec_from_file_location("_perf", Path(__file__).with_name("_performance_data.py"))
-    d = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(d)
+    d = SimpleNamespace(**runpy.run_path(str(SHARED)))
     res = d.load()
     rows = res["achieved_flops"]
     lengths = sorted({r["length"] for r in rows})

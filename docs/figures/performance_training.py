@@ -3,8 +3,9 @@ benchmark results: median bars with the fastest and slowest repetition as the er
 
 from __future__ import annotations
 
-import importlib.util
+import runpy
 from pathlib import Path
+from types import SimpleNamespace
 
 import matplotlib
 
@@ -12,16 +13,11 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
 
-
-def _data():
-    spec = importlib.util.spec_from_file_location("_perf", Path(__file__).with_name("_performance_data.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+SHARED = Path(__file__).with_name("_performance_data.py")  # the results loader and colours
 
 
 def draw():
-    d = _data()
+    d = SimpleNamespace(**runpy.run_path(str(SHARED)))
     res = d.load()
     rows = res["training_step"]
     lengths = sorted({r["length"] for r in rows})

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-_INTEGER_DTYPES = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
+INTEGER_DTYPES = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
 
 
 def check_positive_int(name: str, value: object) -> int:
@@ -54,7 +54,7 @@ def check_token_ids(x: torch.Tensor, vocab: int, name: str = "token ids") -> Non
     """Raise unless `x` is an integer tensor of ids in [0, vocab)."""
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor of integer ids, got {type(x).__name__}")
-    if x.dtype not in _INTEGER_DTYPES:
+    if x.dtype not in INTEGER_DTYPES:
         raise TypeError(
             f"{name} must be an integer tensor (e.g. torch.long) of token ids, got dtype {x.dtype}; "
             "did you pass embeddings or a float tensor where ids were expected?"

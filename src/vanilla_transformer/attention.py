@@ -81,6 +81,11 @@ def clones(module: nn.Module, N: int) -> nn.ModuleList:
     return nn.ModuleList([copy.deepcopy(module) for _ in range(N)])
 
 
+def _mask_fill(dtype: torch.dtype) -> float:
+    """`MASK_FILL`, or the dtype's most negative value where -1e9 overflows (float16: -65504)."""
+    return max(MASK_FILL, torch.finfo(dtype).min)
+
+
 def attention(
     query: torch.Tensor,
     key: torch.Tensor,
@@ -116,8 +121,7 @@ def attention(
     scores = torch.matmul(query, key.transpose(-2, -1)) / math.sqrt(d_k)
     if mask is not None:
         blocked = ~mask if mask.dtype == torch.bool else mask == 0
-        # -1e9 overflows float16, whose most negative value is about -65504
-        scores = scores.masked_fill(blocked, max(MASK_FILL, torch.finfo(scores.dtype).min))
+        scores = scores.masked_fill(blocked, _mask_fill(scores.dtype))
     p_attn = scores.softmax(dim=-1)
     if dropout is not None:
         p_attn = dropout(p_attn)
@@ -135,7 +139,7 @@ def _attention_with_dropout(
     and the mask is filled in place. Same result and same dropout masks as `attention`."""
     scores = torch.matmul(query * (1.0 / math.sqrt(query.size(-1))), key.transpose(-2, -1))
     if mask is not None:
-        scores.masked_fill_(~mask, max(MASK_FILL, torch.finfo(scores.dtype).min))
+        scores.masked_fill_(~mask, _mask_fill(scores.dtype))
     return torch.matmul(dropout(scores.softmax(dim=-1)), value)
 
 

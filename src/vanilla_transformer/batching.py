@@ -20,18 +20,15 @@ from collections.abc import Iterator, Sequence
 
 import torch
 
-from ._checks import check_positive_int
+from ._checks import INTEGER_DTYPES, check_positive_int
 from .masks import padding_mask, subsequent_mask
 
 __all__ = ["Batch", "data_gen", "pad_sequences", "collate_batch"]
 
-_INTEGER_DTYPES = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
-
-
 def _check_ids(name: str, x: torch.Tensor) -> None:
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor of token ids, got {type(x).__name__}")
-    if x.dtype not in _INTEGER_DTYPES:
+    if x.dtype not in INTEGER_DTYPES:
         raise TypeError(f"{name} must be an integer tensor of token ids, got dtype {x.dtype}")
     if x.dim() != 2:
         raise ValueError(f"{name} must have shape (batch, seq_len), got {tuple(x.shape)}")
