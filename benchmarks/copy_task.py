@@ -5,7 +5,7 @@ Run by hand (never by the test suite):
     .venv/bin/python benchmarks/copy_task.py                 # the default seed
     .venv/bin/python benchmarks/copy_task.py --seeds 0 1 2   # several seeds, one after another
 
-Each run is a fresh process, `python -m vanilla_transformer.copy_task --no-progress --seed S`
+Each run is a fresh process, `python -m vanilla_transformer.cli.copy_task --no-progress --seed S`
 (the same as `vanilla-transformer copy-task`), so the wall time includes starting Python and
 importing PyTorch: it is what a reader waits for. The target is 100% exact match on the 100
 held-out sequences in under 60 s on a 2-core CPU. Extra options after `--` are passed on, e.g.
@@ -29,7 +29,7 @@ RESULTS = ROOT / "benchmarks" / "results" / "copy_task.json"
 
 
 def run(seed: int, extra: list[str]) -> dict:
-    command = [sys.executable, "-m", "vanilla_transformer.copy_task", "--no-progress",
+    command = [sys.executable, "-m", "vanilla_transformer.cli.copy_task", "--no-progress",
                "--seed", str(seed), *extra]
     start = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT,

@@ -225,7 +225,7 @@ def peak_memory(length: int, batch: int) -> list[dict]:
 
 
 def achieved_flops(train_rows: list[dict], peak: dict) -> list[dict]:
-    from vanilla_transformer.flops import forward_flops
+    from vanilla_transformer.analysis import forward_flops
 
     rows = []
     for r in train_rows:

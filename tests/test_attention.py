@@ -122,7 +122,7 @@ def test_fast_path_in_training_keeps_the_reference_dropout():
 
 
 def test_all_true_masks_are_dropped_once_per_forward():
-    from vanilla_transformer.masks import as_keep_mask
+    from vanilla_transformer.model import as_keep_mask
 
     full = torch.ones(2, 1, 4, dtype=torch.bool)
     assert as_keep_mask(full, 2, 4, 4, none_if_full=True) is None

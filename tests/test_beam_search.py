@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from vanilla_transformer import KVCache, greedy_decode, make_model
-from vanilla_transformer.beam_search import (
+from vanilla_transformer.inference import (
     Hypothesis,
     beam_search,
     length_penalty,

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from vanilla_transformer import MultiHeadedAttention, greedy_decode, keep_attention, make_model
-from vanilla_transformer.copy_task import CopyTaskConfig, train_copy_model
-from vanilla_transformer.masks import subsequent_mask
+from vanilla_transformer.training import CopyTaskConfig, train_copy_model
+from vanilla_transformer.model import subsequent_mask
 
 PAD, START = 0, 1
 V = 11

@@ -18,7 +18,7 @@ from vanilla_transformer import (
     make_model,
     subsequent_mask,
 )
-from vanilla_transformer.calculator import (
+from vanilla_transformer.analysis import (
     PARAMETER_FORMULA,
     count_parameters,
     parameter_count,
@@ -26,8 +26,12 @@ from vanilla_transformer.calculator import (
     source_closed_form,
     source_terms,
 )
-from vanilla_transformer.flops import forward_flops, forward_flops_for
-from vanilla_transformer.memory import dtype_bytes, memory_estimate, memory_estimate_for
+from vanilla_transformer.analysis import forward_flops, forward_flops_for
+from vanilla_transformer.analysis import (
+    dtype_bytes,
+    memory_estimate,
+    memory_estimate_for,
+)
 
 
 @st.composite
@@ -287,7 +291,7 @@ def test_training_total_is_forward_plus_backward(fast):
 
 
 def test_flop_formula_and_components():
-    from vanilla_transformer.flops import FLOP_FORMULA
+    from vanilla_transformer.analysis import FLOP_FORMULA
 
     fc = forward_flops(7, 9, N=3, d_model=24, d_ff=40, h=4, batch=2, src_len=5, tgt_len=6)
     assert _evaluate(FLOP_FORMULA, N=3, B=2, d=24, F=40, S=5, T=6, C=9) == fc.total
@@ -395,8 +399,8 @@ def test_memory_validation_and_table():
 
 def test_flops_and_memory_are_importable_from_the_calculator():
     from vanilla_transformer import calculator
-    from vanilla_transformer.calculator import forward_flops as ff
-    from vanilla_transformer.calculator import memory_estimate as me
+    from vanilla_transformer.analysis import forward_flops as ff
+    from vanilla_transformer.analysis import memory_estimate as me
 
     assert ff is forward_flops and me is memory_estimate
     with pytest.raises(AttributeError):

@@ -9,16 +9,9 @@ import pytest
 import torch
 
 from vanilla_transformer import data_gen
-from vanilla_transformer.copy_task import (
-    START_SYMBOL,
-    CopyTaskConfig,
-    exact_match,
-    heldout_sequences,
-    main,
-    register,
-    run_copy_task,
-    train_copy_model,
-)
+from vanilla_transformer.data import START_SYMBOL, heldout_sequences
+from vanilla_transformer.training import CopyTaskConfig, exact_match, train_copy_model
+from vanilla_transformer.cli.copy_task import main, register, run_copy_task
 
 TINY = CopyTaskConfig(N=1, d_model=16, d_ff=32, h=2, batch_size=8, steps=12, warmup=4)
 TINY_ARGS = ["--N", "1", "--d-model", "16", "--d-ff", "32", "--h", "2", "--batch-size", "8",

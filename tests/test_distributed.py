@@ -9,15 +9,15 @@ import torch
 import torch.distributed as dist
 
 from vanilla_transformer import data_gen
-from vanilla_transformer.copy_task import CopyTaskConfig, train_copy_model
-from vanilla_transformer.distributed import (
+from vanilla_transformer.training import CopyTaskConfig, train_copy_model
+from vanilla_transformer.training import (
     default_backend,
     free_port,
-    main,
     run_local,
     shard_batches,
     train_distributed,
 )
+from vanilla_transformer.cli.distributed import main
 
 pytestmark = pytest.mark.skipif(not dist.is_gloo_available(), reason="needs the gloo backend")
 

@@ -14,9 +14,9 @@ import torch
 from torch import nn
 
 from vanilla_transformer import Batch, collate_batch, keep_attention, make_model
-from vanilla_transformer.attention import MultiHeadedAttention
-from vanilla_transformer.decoder import DecoderLayer
-from vanilla_transformer.encoder import EncoderLayer
+from vanilla_transformer.model import MultiHeadedAttention
+from vanilla_transformer.model import DecoderLayer
+from vanilla_transformer.model import EncoderLayer
 from vanilla_transformer.interop import (
     TorchMasks,
     batch_masks_to_torch,
@@ -24,8 +24,8 @@ from vanilla_transformer.interop import (
     load_from_torch,
     to_torch,
 )
-from vanilla_transformer.layers import PositionwiseFeedForward
-from vanilla_transformer.masks import torch_masks_to_keep
+from vanilla_transformer.model import PositionwiseFeedForward
+from vanilla_transformer.interop import torch_masks_to_keep
 
 TOL = 1e-5
 

@@ -6,14 +6,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
-from vanilla_transformer.masks import (
-    as_keep_mask,
+from vanilla_transformer.model import as_keep_mask, padding_mask, subsequent_mask
+from vanilla_transformer.interop import (
     attn_mask_to_keep,
     keep_to_attn_mask,
     keep_to_key_padding_mask,
     key_padding_mask_to_keep,
-    padding_mask,
-    subsequent_mask,
     torch_masks_to_keep,
 )
 

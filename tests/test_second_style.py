@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from vanilla_transformer.layers import LayerNorm
+from vanilla_transformer.model import LayerNorm
 
 FIGURES = Path(__file__).resolve().parents[1] / "docs" / "figures"
 

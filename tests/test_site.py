@@ -324,7 +324,7 @@ def article_api_links(site: Path) -> list[tuple[str, str]]:
 
 def test_cross_reference_from_an_article_lands_on_its_api_entry(site, origin, tab):
     links = article_api_links(site)
-    assert links, "no article links to an entry of the API reference (e.g. [make_model][vanilla_transformer.model.make_model])"
+    assert links, "no article links to an entry of the API reference (e.g. [make_model][vanilla_transformer.model.encoder_decoder.make_model])"
     article, href = links[0]
     tab.goto(origin + article, wait_until="load")
     tab.evaluate("() => { window.__sameDocument = true; }")

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from vanilla_transformer import greedy_decode, make_model, subsequent_mask
-from vanilla_transformer.tracing import ShapeRecord, format_shape_table, trace_shapes
+from vanilla_transformer.analysis import ShapeRecord, format_shape_table, trace_shapes
 
 
 def tiny_model(N: int = 1) -> nn.Module:

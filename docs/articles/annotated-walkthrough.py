@@ -74,7 +74,7 @@ from vanilla_transformer import (
     sinusoid_table,
     subsequent_mask,
 )
-from vanilla_transformer.attention import keep_attention
+from vanilla_transformer.model import keep_attention
 
 torch.manual_seed(0)
 torch.set_printoptions(precision=3, sci_mode=False, linewidth=100)
@@ -498,7 +498,7 @@ assert out_h.shape == q_h.shape
 # `(batch, h, seq_len, seq_len)` scores.
 
 # %%
-from vanilla_transformer.masks import as_keep_mask
+from vanilla_transformer.model import as_keep_mask
 
 src_mask = torch.tensor([[[True, True, False]]])
 print("mask as given:", shape(src_mask), "-> inside the module:",
@@ -1042,7 +1042,7 @@ assert layer_out.shape == x0.shape
 # and only `linears[3]` is called as a module; the result is the same.
 
 # %%
-from vanilla_transformer.tracing import format_shape_table, trace_shapes
+from vanilla_transformer.analysis import format_shape_table, trace_shapes
 
 records = trace_shapes(e0, x0, src_pad_mask)
 print(format_shape_table(records))

@@ -58,17 +58,17 @@ from vanilla_transformer import (
     sinusoid_table,
     subsequent_mask,
 )
-from vanilla_transformer.attention import MultiHeadedAttention
-from vanilla_transformer.decoder import Decoder, DecoderLayer
-from vanilla_transformer.encoder import Encoder, EncoderLayer
+from vanilla_transformer.model import MultiHeadedAttention
+from vanilla_transformer.model import Decoder, DecoderLayer
+from vanilla_transformer.model import Encoder, EncoderLayer
 from vanilla_transformer.interop import (
     batch_masks_to_torch,
     forward_with_torch_masks,
     load_from_torch,
     to_torch,
 )
-from vanilla_transformer.layers import PositionwiseFeedForward
-from vanilla_transformer.masks import (
+from vanilla_transformer.model import PositionwiseFeedForward
+from vanilla_transformer.interop import (
     attn_mask_to_keep,
     keep_to_attn_mask,
     keep_to_key_padding_mask,

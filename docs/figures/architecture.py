@@ -16,7 +16,7 @@ import torch
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
 from vanilla_transformer import make_model, subsequent_mask
-from vanilla_transformer.tracing import trace_shapes
+from vanilla_transformer.analysis import trace_shapes
 
 VOCAB = 11  # the copy task's vocabulary; only the embedding and generator sizes depend on it
 

@@ -18,7 +18,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import torch
 
-from vanilla_transformer.layers import LayerNorm, make_layer_norm
+from vanilla_transformer.model import LayerNorm, make_layer_norm
 
 
 def second_style_layer_norm(x: torch.Tensor, eps: float = 1e-12) -> torch.Tensor:

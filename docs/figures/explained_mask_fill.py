@@ -4,7 +4,7 @@ One query attends to four keys; the last two are masked. The two unmasked keys s
 swept from -20000 to 0 (left) and
 around -10000 (right). The plot shows the total weight that leaks to the masked keys when masked
 scores are replaced by -10000 (the second code style) and by -1e9 (the package's reference path,
-`vanilla_transformer.attention.attention`). The fills agree (zero leak) until the unmasked scores
+`vanilla_transformer.model.attention.attention`). The fills agree (zero leak) until the unmasked scores
 come near the fill value itself.
 """
 
@@ -17,7 +17,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import torch
 
-from vanilla_transformer.attention import MASK_FILL, attention
+from vanilla_transformer.model import MASK_FILL, attention
 
 KEEP = torch.tensor([[1, 1, 0, 0]])  # (query_len, key_len): the last two keys are masked
 

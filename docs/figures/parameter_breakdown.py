@@ -14,7 +14,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from vanilla_transformer import PRESETS
-from vanilla_transformer.calculator import parameter_count
+from vanilla_transformer.analysis import parameter_count
 from vanilla_transformer.cli import PRESET_VOCAB
 
 COLOURS = {

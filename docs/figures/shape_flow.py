@@ -17,7 +17,7 @@ import torch
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
 from vanilla_transformer import data_gen, make_model
-from vanilla_transformer.tracing import trace_shapes
+from vanilla_transformer.analysis import trace_shapes
 
 COLOURS = {
     "Embeddings": "#fde9c9",

@@ -49,14 +49,10 @@ import matplotlib.pyplot as plt
 import torch
 
 from vanilla_transformer import data_gen, greedy_decode, make_model
-from vanilla_transformer.attention import keep_attention
-from vanilla_transformer.beam_search import beam_search
-from vanilla_transformer.copy_task import (
-    CopyTaskConfig,
-    exact_match,
-    heldout_sequences,
-    train_copy_model,
-)
+from vanilla_transformer.model import keep_attention
+from vanilla_transformer.inference import beam_search
+from vanilla_transformer.training import CopyTaskConfig, exact_match, train_copy_model
+from vanilla_transformer.data import heldout_sequences
 from vanilla_transformer.training import (
     LabelSmoothing,
     SimpleLossCompute,
@@ -79,7 +75,7 @@ print(f"PyTorch {torch.__version__}")
 #
 # $$lrate = factor \cdot d_{model}^{-0.5} \cdot \min(step^{-0.5},\ step \cdot warmup^{-1.5})$$
 #
-# [`rate`](../../api/training/#vanilla_transformer.training.rate) computes it. `LambdaLR` asks for step 0 before the
+# [`rate`](../../api/training/#vanilla_transformer.training.schedule.rate) computes it. `LambdaLR` asks for step 0 before the
 # first update, where $step^{-0.5}$ is undefined, so step 0 is treated as step 1. The curves
 # below are the paper's base model (`d_model = 512`, `warmup = 4000`), a longer warm-up, and a
 # narrower model.
@@ -101,7 +97,7 @@ plt.show()
 print(f"peak of the base model: {rate(4000, 512, 1.0, 4000):.2e} at step 4000")
 
 # %% [markdown]
-# [`make_optimizer`](../../api/training/#vanilla_transformer.training.make_optimizer) builds the Adam optimizer and a
+# [`make_optimizer`](../../api/training/#vanilla_transformer.training.schedule.make_optimizer) builds the Adam optimizer and a
 # `LambdaLR` scheduler around this function. The optimizer's base rate is 1, so the scheduler's
 # multiplier *is* the learning rate:
 
@@ -121,7 +117,7 @@ print([f"{lr:.3e}" for lr in seen])
 # Instead of asking for probability 1 on the correct token, label smoothing (paper section 5.4,
 # $\epsilon_{ls} = 0.1$) asks for $1 - \epsilon$ on it and spreads $\epsilon$ over the other
 # tokens, except padding, which never gets any. The loss is the KL divergence between that target
-# and the model's distribution. [`LabelSmoothing`](../../api/training/#vanilla_transformer.training.LabelSmoothing)
+# and the model's distribution. [`LabelSmoothing`](../../api/training/#vanilla_transformer.training.loss.LabelSmoothing)
 # keeps the target of its last call in `true_dist`. Here are five rows over a vocabulary of five
 # tokens, padding id 0, with $\epsilon = 0.4$ to make the spread easy to see. The correct tokens
 # are 2, 1, 0, 3 and 3; the third row's target *is* padding.
@@ -191,7 +187,7 @@ assert 1 < best < 99
 # %% [markdown]
 # ## Gradient accumulation
 #
-# [`run_epoch`](../../api/training/#vanilla_transformer.training.run_epoch) can add up the gradients of `accum_iter`
+# [`run_epoch`](../../api/training/#vanilla_transformer.training.loop.run_epoch) can add up the gradients of `accum_iter`
 # batches before each optimizer step, to train with a batch larger than fits in memory at once.
 # Each batch's summed loss is divided by the number of target tokens in the whole group, so the
 # accumulated gradient is exactly the gradient of the mean loss over the combined batch.
@@ -229,11 +225,11 @@ assert gap < 1e-5
 # %% [markdown]
 # ## Training
 #
-# [`train_copy_model`](../../api/copy_task/#vanilla_transformer.copy_task.train_copy_model) builds a model with
-# [`make_model`](../../api/model/#vanilla_transformer.model.make_model), the paper's optimizer and schedule, and
-# trains it on batches from [`data_gen`](../../api/batching/#vanilla_transformer.batching.data_gen): every sequence
+# [`train_copy_model`](../../api/copy_task/#vanilla_transformer.training.copy_task.train_copy_model) builds a model with
+# [`make_model`](../../api/model/#vanilla_transformer.model.encoder_decoder.make_model), the paper's optimizer and schedule, and
+# trains it on batches from [`data_gen`](../../api/batching/#vanilla_transformer.data.copy_task.data_gen): every sequence
 # starts with the start symbol 1 and its other nine tokens are drawn from 1 to 10; 0 is padding.
-# The defaults of [`CopyTaskConfig`](../../api/copy_task/#vanilla_transformer.copy_task.CopyTaskConfig) are printed
+# The defaults of [`CopyTaskConfig`](../../api/copy_task/#vanilla_transformer.training.copy_task.CopyTaskConfig) are printed
 # below; this page only halves the number of steps.
 
 # %%
@@ -259,7 +255,7 @@ plt.show()
 #
 # The test is **exact match**: greedy decoding must reproduce a whole sequence, token for token.
 # The 100 held-out sequences come from
-# [`heldout_sequences`](../../api/copy_task/#vanilla_transformer.copy_task.heldout_sequences), drawn with a different
+# [`heldout_sequences`](../../api/copy_task/#vanilla_transformer.data.copy_task.heldout_sequences), drawn with a different
 # seed from the training data.
 #
 # > **Correction.** Some versions of the source code start greedy decoding from
@@ -285,7 +281,7 @@ assert from_one[0, 0] == 1
 # %% [markdown]
 # ## What the attention heads learned
 #
-# Inside [`keep_attention`](../../api/attention/#vanilla_transformer.attention.keep_attention), every attention module
+# Inside [`keep_attention`](../../api/attention/#vanilla_transformer.model.attention.keep_attention), every attention module
 # keeps its weights in `.attn`, shape `(batch, h, query_len, key_len)`. One forward pass over the
 # first held-out sequence fills the encoder's self-attention, the decoder's (masked)
 # self-attention and the decoder's attention over the source. Each panel is one head; rows are
@@ -352,7 +348,7 @@ print(f"identical tokens for all 100 sequences; recomputing {1000 * (middle - st
 # The paper decodes translations with beam search, beam size 4 and length penalty
 # $\alpha = 0.6$ (section 6.1): the score of a finished hypothesis $Y$ is its log-probability
 # divided by $lp(Y) = ((5 + |Y|) / 6)^{\alpha}$.
-# [`beam_search`](../../api/beam_search/#vanilla_transformer.beam_search.beam_search) implements it for a batch. On the
+# [`beam_search`](../../api/beam_search/#vanilla_transformer.inference.beam.beam_search) implements it for a batch. On the
 # copy task the most probable sequence is nearly always the greedy one, so the two agree on the
 # sequences the model copies well:
 
@@ -367,18 +363,18 @@ assert tokens.shape == (8, 10) and bool((scores <= 0).all())
 # %% [markdown]
 # ## Training on several processes
 #
-# [`train_distributed`](../../api/distributed/#vanilla_transformer.distributed.train_distributed) runs the same
-# [`run_epoch`](../../api/training/#vanilla_transformer.training.run_epoch) with the model wrapped in
+# [`train_distributed`](../../api/distributed/#vanilla_transformer.training.distributed.train_distributed) runs the same
+# [`run_epoch`](../../api/training/#vanilla_transformer.training.loop.run_epoch) with the model wrapped in
 # `DistributedDataParallel`. Every rank draws the same global batch and keeps its own slice of
-# it ([`shard_batches`](../../api/distributed/#vanilla_transformer.distributed.shard_batches)); after `backward()` the
+# it ([`shard_batches`](../../api/distributed/#vanilla_transformer.training.distributed.shard_batches)); after `backward()` the
 # ranks average their gradients, so all copies of the model stay identical, and with equal
 # slices the update is the one a single process would make on the whole batch. The backend is
 # gloo on CPU and NCCL on GPUs. Start it with `torchrun`:
 #
 # ```console
-# torchrun --standalone --nproc_per_node=2 -m vanilla_transformer.distributed --steps 400
+# torchrun --standalone --nproc_per_node=2 -m vanilla_transformer.cli.distributed --steps 400
 # ```
 #
 # The tests run two CPU processes with
-# [`run_local`](../../api/distributed/#vanilla_transformer.distributed.run_local) and check that both end with the same
+# [`run_local`](../../api/distributed/#vanilla_transformer.training.distributed.run_local) and check that both end with the same
 # weights and that the loss equals a single process's on the combined batch.

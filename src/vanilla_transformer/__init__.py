@@ -1,25 +1,34 @@
-"""vanilla_transformer: the original encoder-decoder Transformer of "Attention Is All You Need".
+"""vanilla_transformer: the encoder-decoder Transformer of "Attention Is All You Need".
 
-The public names are the ones readers know from the Annotated Transformer, so code written for it
-runs after `from vanilla_transformer import *`. For that reason the star-import also provides
-`torch`, `nn`, `math` and `copy`, which such code uses without importing.
+The package is layered, and each layer imports only from the ones listed before it:
 
-Layers, bottom to top: masks, attention, layers, embeddings; encoder, decoder, model; batching,
-decoding, training, the cost calculator, shape tracing and PyTorch interop; the command line.
-Importing the package builds, downloads and trains nothing.
+- `model/`: the paper, read top to bottom: masks, attention, layers, embeddings, encoder,
+  decoder and the encoder-decoder that `make_model` assembles;
+- `data/`: batches, padding and the copy task's data;
+- `inference/`: greedy decoding and beam search;
+- `training/`: the learning-rate schedule, label smoothing, the training loop, checkpoints and
+  distributed training;
+- `interop/`: weights and masks shared with `torch.nn.Transformer`;
+- `analysis/`: parameter, FLOP and memory counts, and shape tracing;
+- `cli/`: the `vanilla-transformer` command.
+
+Every public name is importable from the top level. Importing the package builds nothing.
+See the Code map page of the documentation.
 """
 
 from __future__ import annotations
 
-import copy
-import math
+# Code written for the Annotated Transformer uses these without importing them; they stay
+# importable from here, but a star-import gives only the package's own names.
+import copy  # noqa: F401
+import math  # noqa: F401
 
-import torch
-from torch import nn
+import torch  # noqa: F401
+from torch import nn  # noqa: F401
 
-from .attention import KVCache, MultiHeadedAttention, attention, clones, keep_attention
-from .batching import Batch, collate_batch, data_gen, pad_sequences
-from .calculator import (
+from .analysis.flops import FlopCount, forward_flops, forward_flops_for
+from .analysis.memory import MemoryEstimate, dtype_bytes, memory_estimate, memory_estimate_for
+from .analysis.parameters import (
     Component,
     ModuleCount,
     ParameterCount,
@@ -29,62 +38,55 @@ from .calculator import (
     source_closed_form,
     source_terms,
 )
-from .config import PRESETS, ModelConfig
-from .decoder import Decoder, DecoderLayer
-from .beam_search import Hypothesis, beam_search, length_penalty
-from .decoding import embed_last_position, greedy_decode
-from .embeddings import Embeddings, Generator, PositionalEncoding, sinusoid_table
-from .encoder import Encoder, EncoderLayer
-from .layers import LayerNorm, PositionwiseFeedForward, SublayerConnection, make_layer_norm
-from .interop import (
+from .analysis.tracing import ShapeRecord, format_shape_table, trace_shapes
+from .data.batching import Batch, collate_batch, pad_sequences
+from .data.copy_task import data_gen
+from .inference.beam import Hypothesis, beam_search, length_penalty
+from .inference.greedy import embed_last_position, greedy_decode
+from .interop.masks import (
     TorchMasks,
+    attn_mask_to_keep,
     batch_masks_to_torch,
     forward_with_torch_masks,
-    load_from_torch,
-    to_torch,
-)
-from .memory import MemoryEstimate, dtype_bytes, memory_estimate, memory_estimate_for
-from .flops import FlopCount, forward_flops, forward_flops_for
-from .masks import (
-    attn_mask_to_keep,
     keep_to_attn_mask,
     keep_to_key_padding_mask,
     key_padding_mask_to_keep,
-    padding_mask,
-    subsequent_mask,
     torch_masks_to_keep,
 )
-from .model import EncoderDecoder, make_model, make_model_from_config
-from .tracing import ShapeRecord, format_shape_table, trace_shapes
-from .training import (
-    LabelSmoothing,
-    SimpleLossCompute,
-    TrainState,
-    load_checkpoint,
-    make_optimizer,
-    rate,
-    run_epoch,
-    save_checkpoint,
-)
+from .interop.weights import load_from_torch, to_torch
+from .model.attention import MultiHeadedAttention, attention, clones, keep_attention
+from .model.cache import KVCache
+from .model.config import PRESETS, ModelConfig
+from .model.decoder import Decoder, DecoderLayer
+from .model.embeddings import Embeddings, Generator, PositionalEncoding, sinusoid_table
+from .model.encoder import Encoder, EncoderLayer
+from .model.encoder_decoder import EncoderDecoder, make_model, make_model_from_config
+from .model.layers import LayerNorm, PositionwiseFeedForward, SublayerConnection, make_layer_norm
+from .model.masks import padding_mask, subsequent_mask
+from .training.checkpoints import load_checkpoint, save_checkpoint
+from .training.loop import TrainState, run_epoch
+from .training.loss import LabelSmoothing, SimpleLossCompute
+from .training.schedule import make_optimizer, rate
 
 __version__ = "0.1.0"
 
 __all__ = [
-    # building blocks
+    # the model, in the paper's order
+    "subsequent_mask",
+    "padding_mask",
     "clones",
     "attention",
     "MultiHeadedAttention",
     "KVCache",
     "keep_attention",
-    "PositionwiseFeedForward",
     "LayerNorm",
     "make_layer_norm",
     "SublayerConnection",
+    "PositionwiseFeedForward",
     "Embeddings",
     "PositionalEncoding",
     "sinusoid_table",
     "Generator",
-    # the model
     "EncoderLayer",
     "Encoder",
     "DecoderLayer",
@@ -94,19 +96,12 @@ __all__ = [
     "PRESETS",
     "make_model",
     "make_model_from_config",
-    # masks and batching
-    "subsequent_mask",
-    "padding_mask",
-    "keep_to_attn_mask",
-    "attn_mask_to_keep",
-    "keep_to_key_padding_mask",
-    "key_padding_mask_to_keep",
-    "torch_masks_to_keep",
+    # data
     "Batch",
-    "data_gen",
     "pad_sequences",
     "collate_batch",
-    # decoding
+    "data_gen",
+    # inference
     "greedy_decode",
     "embed_last_position",
     "beam_search",
@@ -121,7 +116,18 @@ __all__ = [
     "run_epoch",
     "save_checkpoint",
     "load_checkpoint",
-    # the cost calculator
+    # PyTorch interop
+    "keep_to_attn_mask",
+    "attn_mask_to_keep",
+    "keep_to_key_padding_mask",
+    "key_padding_mask_to_keep",
+    "torch_masks_to_keep",
+    "forward_with_torch_masks",
+    "batch_masks_to_torch",
+    "TorchMasks",
+    "load_from_torch",
+    "to_torch",
+    # analysis
     "parameter_count",
     "parameter_count_for",
     "count_parameters",
@@ -137,19 +143,7 @@ __all__ = [
     "memory_estimate_for",
     "MemoryEstimate",
     "dtype_bytes",
-    # inspecting a model
     "trace_shapes",
     "format_shape_table",
     "ShapeRecord",
-    # PyTorch interop
-    "load_from_torch",
-    "to_torch",
-    "forward_with_torch_masks",
-    "batch_masks_to_torch",
-    "TorchMasks",
-    # what pasted source code expects to find
-    "torch",
-    "nn",
-    "math",
-    "copy",
 ]

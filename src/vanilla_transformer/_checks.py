@@ -1,13 +1,15 @@
-"""Argument checks shared by every module.
+r"""Argument checks shared by every module.
 
 Each check raises a `ValueError` or `TypeError` whose message names the bad value and what was
-expected. They run before any tensor work, and the tensor checks cost one small reduction at most,
-so they do not slow the forward pass measurably.
+expected. The public entry points call them once, before any tensor work; the layers inside the
+model trust their inputs.
 """
 
 from __future__ import annotations
 
 import torch
+
+__all__ = ['INTEGER_DTYPES', 'check_positive_int', 'check_non_negative_int', 'check_dropout', 'check_heads', 'check_token_ids', 'check_mask', 'check_choice']
 
 INTEGER_DTYPES = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
 
@@ -50,8 +52,12 @@ def check_heads(h: int, d_model: int) -> None:
         )
 
 
-def check_token_ids(x: torch.Tensor, vocab: int, name: str = "token ids") -> None:
-    """Raise unless `x` is an integer tensor of ids in [0, vocab)."""
+def check_token_ids(x: object, vocab: int | None, name: str = "token ids") -> None:
+    """Raise unless `x` is a 2-D integer tensor `(batch, seq_len)` of ids in [0, vocab).
+
+    The range is checked only for tensors on the CPU and outside `torch.compile`: reading the
+    values on the host would synchronise with a GPU and break a compiled graph.
+    """
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor of integer ids, got {type(x).__name__}")
     if x.dtype not in INTEGER_DTYPES:
@@ -59,10 +65,11 @@ def check_token_ids(x: torch.Tensor, vocab: int, name: str = "token ids") -> Non
             f"{name} must be an integer tensor (e.g. torch.long) of token ids, got dtype {x.dtype}; "
             "did you pass embeddings or a float tensor where ids were expected?"
         )
-    if x.numel() == 0:
+    if x.dim() != 2:
+        raise ValueError(f"{name} must have shape (batch, seq_len), got {tuple(x.shape)}")
+    if vocab is None or x.numel() == 0 or x.device.type != "cpu" or torch.compiler.is_compiling():
         return
-    lo, hi = torch.aminmax(x)
-    lo, hi = int(lo), int(hi)
+    lo, hi = (int(t) for t in torch.aminmax(x))
     if lo < 0 or hi >= vocab:
         bad = lo if lo < 0 else hi
         raise ValueError(

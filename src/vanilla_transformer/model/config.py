@@ -1,7 +1,7 @@
-"""The hyperparameters of a model, checked once, in one place.
+r"""The hyperparameters of a model, checked once, in one place.
 
-[`ModelConfig`][vanilla_transformer.config.ModelConfig] holds every argument of
-[`make_model`][vanilla_transformer.model.make_model]. The cost calculator, the command line and
+[`ModelConfig`][vanilla_transformer.model.config.ModelConfig] holds every argument of
+[`make_model`][vanilla_transformer.model.encoder_decoder.make_model]. The cost calculator, the command line and
 saved checkpoints all use it, so a model can be described, costed and rebuilt without building it
 first. The paper's two sizes are available as presets (Table 3).
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
-from ._checks import (
+from .._checks import (
     check_choice,
     check_dropout,
     check_heads,
@@ -20,7 +20,7 @@ from ._checks import (
 )
 from .layers import LAYER_NORMS
 
-__all__ = ["ModelConfig", "PRESETS"]
+__all__ = ['ModelConfig', 'PRESETS']
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ class ModelConfig:
             unknown LayerNorm flavour, or `tie_weights=True` with different vocabularies.
         TypeError: for a non-integer size.
 
-    Example:
+    Examples:
         >>> cfg = ModelConfig(11, 11, N=2)
         >>> cfg.d_model, cfg.has_final_norm
         (512, True)

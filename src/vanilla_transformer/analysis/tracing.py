@@ -1,14 +1,14 @@
-"""Shape tracing: record the tensor shapes that enter and leave every module in one real forward
+r"""Shape tracing: record the tensor shapes that enter and leave every module in one real forward
 pass.
 
 The paper describes the model's shapes in prose (section 3: every sublayer produces outputs of
 dimension $d_{model}$; section 3.2.2: $h$ heads of size $d_k = d_{model}/h$). The sources draw
-them as hand-made tables. [`trace_shapes`][vanilla_transformer.tracing.trace_shapes] measures them
+them as hand-made tables. [`trace_shapes`][vanilla_transformer.analysis.tracing.trace_shapes] measures them
 instead: it attaches a pre-forward and a forward hook to every submodule, runs the model once,
 removes the hooks again (even when the forward pass fails), and returns one
-[`ShapeRecord`][vanilla_transformer.tracing.ShapeRecord] per module call, in the order the calls
+[`ShapeRecord`][vanilla_transformer.analysis.tracing.ShapeRecord] per module call, in the order the calls
 *started*, so a parent comes before its children. The records can be printed with
-[`format_shape_table`][vanilla_transformer.tracing.format_shape_table].
+[`format_shape_table`][vanilla_transformer.analysis.tracing.format_shape_table].
 
 Explained on the *Tracing the data flow* and *Source code exploration* pages.
 """
@@ -22,7 +22,7 @@ from typing import Any, Union
 import torch
 from torch import nn
 
-__all__ = ["ShapeRecord", "trace_shapes", "format_shape_table"]
+__all__ = ['Shape', 'OutputShape', 'ShapeRecord', 'trace_shapes', 'format_shape_table']
 
 Shape = tuple[int, ...]
 """A tensor shape as a plain tuple of ints, e.g. `(1, 10, 512)`."""
@@ -44,7 +44,7 @@ class ShapeRecord:
         output: the output's shape if the module returned one tensor, a tuple of shapes if it
             returned several, or `None` if it returned none.
 
-    Example:
+    Examples:
         >>> r = ShapeRecord("encoder.layers.0", "EncoderLayer", ((1, 10, 512),), (1, 10, 512))
         >>> r.depth, r.name
         (3, '0')
@@ -121,7 +121,7 @@ def trace_shapes(
         **kwargs: keyword arguments for `fn`.
 
     Returns:
-        One [`ShapeRecord`][vanilla_transformer.tracing.ShapeRecord] per module call, in the
+        One [`ShapeRecord`][vanilla_transformer.analysis.tracing.ShapeRecord] per module call, in the
         order the calls started (parents before their children). A module called several times
         (for example by a decoding loop) has one record per call.
 
@@ -130,8 +130,8 @@ def trace_shapes(
         ValueError: if `max_depth` is negative.
         Exception: whatever the forward pass raises, after the hooks are removed.
 
-    Example:
-        >>> from vanilla_transformer.tracing import trace_shapes
+    Examples:
+        >>> from vanilla_transformer.analysis import trace_shapes
         >>> model = make_model(11, 11, N=1, d_model=32, d_ff=64, h=4)
         >>> src = torch.tensor([[1, 2, 3, 4]])
         >>> records = trace_shapes(model, src, torch.ones(1, 1, 4), fn=model.encode, max_depth=1)
@@ -198,7 +198,7 @@ def format_shape_table(records: Sequence[ShapeRecord], *, inputs: bool = True) -
     """Render shape records as an aligned plain-text table.
 
     Args:
-        records: records from [`trace_shapes`][vanilla_transformer.tracing.trace_shapes].
+        records: records from [`trace_shapes`][vanilla_transformer.analysis.tracing.trace_shapes].
         inputs: include the column of input shapes.
 
     Returns:
@@ -206,8 +206,8 @@ def format_shape_table(records: Sequence[ShapeRecord], *, inputs: bool = True) -
         model itself), class name, input shapes (comma-separated) and output shape. Lines carry
         no trailing spaces.
 
-    Example:
-        >>> from vanilla_transformer.tracing import ShapeRecord, format_shape_table
+    Examples:
+        >>> from vanilla_transformer.analysis import ShapeRecord, format_shape_table
         >>> print(format_shape_table([
         ...     ShapeRecord("src_embed.0", "Embeddings", ((1, 10),), (1, 10, 512)),
         ...     ShapeRecord("encoder", "Encoder", ((1, 10, 512), (1, 1, 10)), (1, 10, 512)),

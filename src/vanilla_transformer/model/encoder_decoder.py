@@ -1,12 +1,9 @@
-"""The full encoder-decoder model and its constructor (paper section 3, Figure 1).
+"""The whole encoder-decoder model and its constructor (paper section 3, Figure 1).
 
-[`make_model`][vanilla_transformer.model.make_model] builds an
-[`EncoderDecoder`][vanilla_transformer.model.EncoderDecoder] from hyperparameters exactly as the
-Annotated Transformer does: one attention module, one feed-forward module and one positional
-encoding are made, then deep-copied into every place that needs one, and every weight matrix is
-given Xavier-uniform initial values.
-
-Explained on the *Source code exploration* and *Tracing the data flow* pages.
+[`make_model`][vanilla_transformer.model.encoder_decoder.make_model] makes one attention module,
+one feed-forward network and one positional encoding, deep-copies them into every place that
+needs one, and gives every weight matrix Xavier-uniform initial values. Explained on the
+[Encoder and decoder][encoder-decoder-guide] page.
 """
 
 from __future__ import annotations
@@ -16,12 +13,14 @@ import copy
 import torch
 from torch import nn
 
+from .._checks import check_token_ids
 from .attention import MultiHeadedAttention
 from .config import ModelConfig
 from .decoder import Decoder, DecoderLayer
 from .embeddings import Embeddings, Generator, PositionalEncoding
 from .encoder import Encoder, EncoderLayer
 from .layers import PositionwiseFeedForward
+from .masks import as_keep_mask
 
 __all__ = ["EncoderDecoder", "make_model", "make_model_from_config"]
 
@@ -30,7 +29,8 @@ class EncoderDecoder(nn.Module):
     """A standard encoder-decoder: embed and encode the source, embed and decode the target.
 
     `forward` returns the decoder's states, not probabilities: apply `generator` to them to get
-    log-probabilities over the target vocabulary.
+    log-probabilities over the target vocabulary. `forward`, `encode` and `decode` check their
+    inputs (shapes, dtypes, masks and, on the CPU, the id range); the layers inside do not.
 
     Args:
         encoder: the encoder stack.
@@ -41,10 +41,10 @@ class EncoderDecoder(nn.Module):
         generator: decoder states to log-probabilities.
 
     Attributes:
-        config: the [`ModelConfig`][vanilla_transformer.config.ModelConfig] used by `make_model`,
-            or `None` for a hand-assembled model.
+        config: the [`ModelConfig`][vanilla_transformer.model.config.ModelConfig] used by
+            `make_model`, or `None` for a hand-assembled model.
 
-    Example:
+    Examples:
         >>> model = make_model(11, 11, N=2)
         >>> src = torch.tensor([[1, 2, 3, 4, 5]])
         >>> out = model(src, src, torch.ones(1, 1, 5), subsequent_mask(5))
@@ -80,7 +80,7 @@ class EncoderDecoder(nn.Module):
         Args:
             src: source ids `(batch, src_len)`.
             tgt: target ids `(batch, tgt_len)`, shifted right (starting with the start symbol).
-            src_mask: keep-mask `(batch or 1, 1, src_len)`.
+            src_mask: keep-mask `(batch or 1, 1, src_len)`, `True` = may attend.
             tgt_mask: keep-mask `(batch or 1, tgt_len, tgt_len)`.
 
         Returns:
@@ -91,11 +91,8 @@ class EncoderDecoder(nn.Module):
                 than the positional table, or a mask has the wrong shape.
             TypeError: if `src` or `tgt` is not an integer tensor.
         """
-        if src.dim() != 2 or tgt.dim() != 2:
-            raise ValueError(
-                f"src and tgt must have shape (batch, seq_len); got {tuple(src.shape)} and "
-                f"{tuple(tgt.shape)}"
-            )
+        self._check_ids(src, self.src_embed, "src")
+        self._check_ids(tgt, self.tgt_embed, "tgt")
         if src.size(0) != tgt.size(0):
             raise ValueError(
                 f"source and target batches differ in size: src has {src.size(0)} rows, "
@@ -105,6 +102,9 @@ class EncoderDecoder(nn.Module):
 
     def encode(self, src: torch.Tensor, src_mask: torch.Tensor | None) -> torch.Tensor:
         """Embed and encode `src` `(batch, src_len)` into `memory` `(batch, src_len, d_model)`."""
+        self._check_ids(src, self.src_embed, "src")
+        batch, src_len = src.shape
+        src_mask = as_keep_mask(src_mask, batch, src_len, src_len, "src_mask")
         return self.encoder(self.src_embed(src), src_mask)
 
     def decode(
@@ -114,12 +114,31 @@ class EncoderDecoder(nn.Module):
         tgt: torch.Tensor,
         tgt_mask: torch.Tensor | None,
     ) -> torch.Tensor:
-        """Embed `tgt` `(batch, tgt_len)` and decode it against `memory`.
+        """Embed `tgt` `(batch, tgt_len)` and decode it against `memory` `(batch, src_len, d_model)`.
 
         Returns:
             Decoder states `(batch, tgt_len, d_model)`.
         """
+        self._check_ids(tgt, self.tgt_embed, "tgt")
+        batch, tgt_len = tgt.shape
+        if memory.dim() != 3 or memory.size(0) != batch:
+            raise ValueError(
+                f"memory must have shape (batch={batch}, src_len, d_model), got {tuple(memory.shape)}"
+            )
+        src_mask = as_keep_mask(src_mask, batch, tgt_len, memory.size(1), "src_mask")
+        tgt_mask = as_keep_mask(tgt_mask, batch, tgt_len, tgt_len, "tgt_mask")
         return self.decoder(self.tgt_embed(tgt), memory, src_mask, tgt_mask)
+
+    @staticmethod
+    def _check_ids(ids: object, embed: nn.Module, name: str) -> None:
+        table = next((m for m in embed.modules() if isinstance(m, nn.Embedding)), None)
+        check_token_ids(ids, None if table is None else table.num_embeddings, name)
+        position = next((m for m in embed.modules() if isinstance(m, PositionalEncoding)), None)
+        if position is not None and ids.size(1) > position.max_len:
+            raise ValueError(
+                f"{name} has length {ids.size(1)}, longer than the positional-encoding table's "
+                f"max_len {position.max_len}; build the model with a larger max_len"
+            )
 
 
 def _build(config: ModelConfig) -> EncoderDecoder:
@@ -139,7 +158,7 @@ def _build(config: ModelConfig) -> EncoderDecoder:
         nn.Sequential(Embeddings(d_model, config.tgt_vocab), c(position)),
         Generator(d_model, config.tgt_vocab, bias=config.generator_bias),
     )
-    if config.tie_weights:
+    if config.tie_weights:  # section 3.4: one matrix for both embeddings and the generator
         shared = model.src_embed[0].lut.weight
         model.tgt_embed[0].lut.weight = shared
         model.generator.proj.weight = shared
@@ -154,19 +173,16 @@ def make_model(
     d_ff: int = 2048,
     h: int = 8,
     dropout: float = 0.1,
-    *,
-    tie_weights: bool = False,
-    norm_first: bool = True,
-    layer_norm: str = "annotated",
-    final_norm: bool | None = None,
-    generator_bias: bool = True,
-    max_len: int = 5000,
+    **options: object,
 ) -> EncoderDecoder:
     """Build a Transformer from hyperparameters, with Xavier-uniform initial weights.
 
-    The defaults reproduce the sources' `make_model` exactly: untied embeddings, pre-norm
-    residual blocks, the annotated LayerNorm, a final LayerNorm on each stack and a generator
-    with a bias. Every option is checked before anything is built.
+    The positional arguments are the Annotated Transformer's; every other option of
+    [`ModelConfig`][vanilla_transformer.model.config.ModelConfig] is accepted by keyword
+    (`tie_weights`, `norm_first`, `layer_norm`, `final_norm`, `generator_bias`, `max_len`). The
+    defaults are the Annotated Transformer's arrangement: pre-norm, untied embeddings, a final
+    LayerNorm on each stack and a generator with a bias. Everything is checked before anything
+    is built.
 
     Args:
         src_vocab: source vocabulary size.
@@ -176,46 +192,35 @@ def make_model(
         d_ff: feed-forward hidden width.
         h: number of heads; must divide `d_model`.
         dropout: dropout probability in [0, 1).
-        tie_weights: one matrix for source embedding, target embedding and generator (paper
-            section 3.4); needs equal vocabularies. Counted once by `count_parameters`.
-        norm_first: `True` for pre-norm `x + Dropout(Sublayer(LN(x)))` (the sources), `False`
-            for the paper's post-norm `LN(x + Dropout(Sublayer(x)))`.
-        layer_norm: `"annotated"` or `"torch"`; see [`layers`][vanilla_transformer.layers].
-        final_norm: LayerNorm after each stack; `None` = only for pre-norm.
-        generator_bias: whether the generator's projection has a bias.
-        max_len: positional-encoding table length.
+        **options: the other fields of `ModelConfig`.
 
     Returns:
         The model, in training mode, with `model.config` set.
 
     Raises:
-        ValueError: see [`ModelConfig`][vanilla_transformer.config.ModelConfig].
+        ValueError: see [`ModelConfig`][vanilla_transformer.model.config.ModelConfig].
+        TypeError: for an option `ModelConfig` does not have, or a value of the wrong type.
 
-    Example:
+    Examples:
         >>> model = make_model(11, 11, N=2)
         >>> sum(p.numel() for p in model.parameters())
         14731787
     """
-    config = ModelConfig(
-        src_vocab, tgt_vocab, N, d_model, d_ff, h, dropout,
-        tie_weights=tie_weights, norm_first=norm_first, layer_norm=layer_norm,
-        final_norm=final_norm, generator_bias=generator_bias, max_len=max_len,
-    )
-    return make_model_from_config(config)
+    return make_model_from_config(ModelConfig(src_vocab, tgt_vocab, N, d_model, d_ff, h, dropout, **options))
 
 
 def make_model_from_config(config: ModelConfig) -> EncoderDecoder:
-    """Build the model a [`ModelConfig`][vanilla_transformer.config.ModelConfig] describes.
+    """Build the model a [`ModelConfig`][vanilla_transformer.model.config.ModelConfig] describes.
 
-    Example:
+    Examples:
         >>> make_model_from_config(ModelConfig(11, 11, N=1, d_model=32, d_ff=64, h=4)).config.N
         1
     """
+    if not isinstance(config, ModelConfig):
+        raise TypeError(f"config must be a ModelConfig, got {type(config).__name__}")
     model = _build(config)
-    # Glorot / fan_avg initialisation of every weight matrix, as in the sources
-    for p in model.parameters():
+    for p in model.parameters():  # Glorot / fan_avg initialisation of every weight matrix
         if p.dim() > 1:
             nn.init.xavier_uniform_(p)
     model.config = config
     return model
-

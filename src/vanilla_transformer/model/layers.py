@@ -1,20 +1,13 @@
 r"""Layer normalisation, the residual sublayer connection and the position-wise feed-forward
 network (paper sections 3.1 and 3.3).
 
-Two LayerNorm flavours are available, picked by name with
-[`make_layer_norm`][vanilla_transformer.layers.make_layer_norm]:
+$$
+\mathrm{LayerNorm}(x + \mathrm{Sublayer}(x))
+\qquad
+\mathrm{FFN}(x) = \max(0, xW_1 + b_1)W_2 + b_2
+$$
 
-| flavour | class | variance | where eps goes | default eps |
-| --- | --- | --- | --- | --- |
-| `"annotated"` | [`LayerNorm`][vanilla_transformer.layers.LayerNorm] | unbiased ($n-1$) | added to the std | `1e-6` |
-| `"torch"` | `torch.nn.LayerNorm` | biased ($n$) | inside the square root | `1e-5` |
-
-For a row of $n$ features with biased variance $\sigma^2$, the annotated flavour divides by
-$\sigma\sqrt{n/(n-1)} + 10^{-6}$ and the torch flavour by $\sqrt{\sigma^2 + 10^{-5}}$. The ratio
-of the two outputs is therefore about $\sqrt{(n-1)/n}$: for $n = 512$ the annotated output is
-about 0.1% smaller in magnitude. The flavours are not interchangeable when loading weights.
-
-Explained on the *Annotated walkthrough* page.
+Explained on the [Layers][layers-guide] page, which also compares the two LayerNorm flavours.
 """
 
 from __future__ import annotations
@@ -24,53 +17,12 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from ._checks import check_choice, check_dropout, check_positive_int
+from .._checks import check_choice, check_dropout, check_positive_int
 
-__all__ = [
-    "LayerNorm",
-    "LAYER_NORMS",
-    "make_layer_norm",
-    "SublayerConnection",
-    "PositionwiseFeedForward",
-]
+__all__ = ['LAYER_NORMS', 'LayerNorm', 'make_layer_norm', 'SublayerConnection', 'PositionwiseFeedForward']
 
 LAYER_NORMS = ("annotated", "torch")
 """The names accepted by `make_layer_norm` and `make_model(layer_norm=...)`."""
-
-
-class _AnnotatedLayerNorm(torch.autograd.Function):
-    r"""`a * (x - mean) / (std + eps) + b` with a hand-written backward pass.
-
-    Autograd would record each of the formula's elementwise steps and replay as many in the
-    backward pass; this computes the same values and gradients in fewer passes over `x` and keeps
-    one tensor, $\hat{x} = (x - \mu)/(s + \epsilon)$, for the backward pass. With
-    $g' = g \odot a$ and $n$ features, the gradient is the centred part of
-    $g'/(s + \epsilon) - \hat{x} \sum_i g'_i \hat{x}_i / ((n - 1)s)$.
-    """
-
-    @staticmethod
-    def forward(ctx, x, a, b, eps):  # type: ignore[override]
-        var, mean = torch.var_mean(x, dim=-1, keepdim=True)  # unbiased variance
-        std = var.sqrt()
-        den = std + eps  # divide, not multiply by 1/den: 1/1e-6 overflows float16
-        xhat = (x - mean).div_(den)
-        ctx.save_for_backward(xhat, den, std, a)
-        return torch.addcmul(b, xhat, a)
-
-    @staticmethod
-    def backward(ctx, g):  # type: ignore[override]
-        xhat, den, std, a = ctx.saved_tensors
-        batch_dims = tuple(range(g.dim() - 1))
-        grad_a = (g * xhat).sum(batch_dims) if ctx.needs_input_grad[1] else None
-        grad_b = g.sum(batch_dims) if ctx.needs_input_grad[2] else None
-        grad_x = None
-        if ctx.needs_input_grad[0]:
-            gxh = g * a
-            coef = (gxh * xhat).sum(-1, keepdim=True) / ((xhat.size(-1) - 1) * std)
-            coef = coef.masked_fill_(std == 0, 0.0)  # a constant row has xhat = 0 anyway
-            d = torch.addcmul(gxh / den, xhat, coef, value=-1.0)
-            grad_x = d - d.mean(-1, keepdim=True)
-        return grad_x, grad_a, grad_b, None
 
 
 class LayerNorm(nn.Module):
@@ -93,7 +45,7 @@ class LayerNorm(nn.Module):
     Raises:
         ValueError: if `features` < 2 (the unbiased std of one value is undefined).
 
-    Example:
+    Examples:
         >>> ln = LayerNorm(4)
         >>> y = ln(torch.tensor([[1.0, 2.0, 3.0, 4.0]]))
         >>> round(y.mean().item(), 6), y.shape
@@ -114,7 +66,9 @@ class LayerNorm(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Normalise `x` of shape `(..., features)` over its last axis."""
-        return _AnnotatedLayerNorm.apply(x, self.a_2, self.b_2, self.eps)
+        mean = x.mean(-1, keepdim=True)
+        std = x.std(-1, keepdim=True)  # unbiased, as in the Annotated Transformer
+        return self.a_2 * (x - mean) / (std + self.eps) + self.b_2
 
     def extra_repr(self) -> str:
         return f"{self.a_2.numel()}, eps={self.eps}"
@@ -125,7 +79,7 @@ def make_layer_norm(features: int, flavour: str = "annotated") -> nn.Module:
 
     Args:
         features: size of the last axis (`d_model`).
-        flavour: `"annotated"` for [`LayerNorm`][vanilla_transformer.layers.LayerNorm] (unbiased
+        flavour: `"annotated"` for [`LayerNorm`][vanilla_transformer.model.layers.LayerNorm] (unbiased
             std, eps 1e-6 added to the std) or `"torch"` for `nn.LayerNorm` (biased variance,
             eps 1e-5 inside the square root).
 
@@ -135,7 +89,7 @@ def make_layer_norm(features: int, flavour: str = "annotated") -> nn.Module:
     Raises:
         ValueError: for an unknown flavour or a non-positive size.
 
-    Example:
+    Examples:
         >>> type(make_layer_norm(8, "torch")).__name__
         'LayerNorm'
     """
@@ -162,7 +116,7 @@ class SublayerConnection(nn.Module):
         norm_first: pre-norm (`True`) or post-norm (`False`).
         layer_norm: LayerNorm flavour, `"annotated"` or `"torch"`.
 
-    Example:
+    Examples:
         >>> sub = SublayerConnection(8, dropout=0.0)
         >>> x = torch.randn(2, 3, 8)
         >>> torch.equal(sub(x, lambda t: torch.zeros_like(t)), x)
@@ -203,7 +157,7 @@ class PositionwiseFeedForward(nn.Module):
         d_ff: hidden width (2048 in the base model).
         dropout: dropout on the hidden activations, in [0, 1).
 
-    Example:
+    Examples:
         >>> ff = PositionwiseFeedForward(512, 2048)
         >>> ff(torch.randn(2, 10, 512)).shape
         torch.Size([2, 10, 512])

@@ -12,7 +12,7 @@ Dividing a negative log-probability by a number that grows with the length stops
 preferring short outputs merely because they multiply fewer probabilities together; $\alpha = 0$
 switches the penalty off.
 
-[`beam_search`][vanilla_transformer.beam_search.beam_search] keeps, for every batch row on its
+[`beam_search`][vanilla_transformer.inference.beam.beam_search] keeps, for every batch row on its
 own, the `beam_size` most probable unfinished prefixes. At each step it looks at the
 `2 * beam_size` best one-token extensions: an extension that ends with the end symbol and ranks
 among the first `beam_size` becomes a finished hypothesis; the best `beam_size` others stay
@@ -21,7 +21,7 @@ extensions are finished as they are. The result is the finished hypothesis with 
 score $s(Y)$. With `beam_size=1` this is exactly greedy decoding.
 
 By default the decoder runs incrementally with the key/value cache
-([`KVCache`][vanilla_transformer.attention.KVCache]); when beams are reordered, the
+([`KVCache`][vanilla_transformer.model.cache.KVCache]); when beams are reordered, the
 self-attention caches are reordered with them.
 
 Explained on the *Training the copy task* page.
@@ -34,12 +34,12 @@ from typing import NamedTuple
 
 import torch
 
-from ._checks import check_positive_int
-from .decoding import embed_last_position
-from .masks import subsequent_mask
-from .model import EncoderDecoder
+from .._checks import check_positive_int
+from ..model.encoder_decoder import EncoderDecoder
+from ..model.masks import subsequent_mask
+from .greedy import embed_last_position
 
-__all__ = ["beam_search", "length_penalty", "sequence_log_prob", "Hypothesis"]
+__all__ = ['Hypothesis', 'length_penalty', 'sequence_log_prob', 'beam_search']
 
 
 class Hypothesis(NamedTuple):
@@ -50,8 +50,8 @@ class Hypothesis(NamedTuple):
         score: the length-normalised score $\\log P / lp$.
         log_prob: the total log-probability $\\log P$ of the generated tokens.
 
-    Example:
-        >>> from vanilla_transformer.beam_search import Hypothesis
+    Examples:
+        >>> from vanilla_transformer.inference import Hypothesis
         >>> Hypothesis(torch.tensor([1, 5, 2]), score=-0.5, log_prob=-0.6).tokens.tolist()
         [1, 5, 2]
     """
@@ -74,8 +74,8 @@ def length_penalty(length: int, alpha: float = 0.6) -> float:
     Raises:
         ValueError: if `length` or `alpha` is negative.
 
-    Example:
-        >>> from vanilla_transformer.beam_search import length_penalty
+    Examples:
+        >>> from vanilla_transformer.inference import length_penalty
         >>> length_penalty(1), round(length_penalty(7, alpha=0.6), 4), length_penalty(9, alpha=0.0)
         (1.0, 1.5157, 1.0)
     """
@@ -121,8 +121,8 @@ def sequence_log_prob(
     Raises:
         ValueError: if `ys` is not `(batch, length)` with `length >= 2`.
 
-    Example:
-        >>> from vanilla_transformer.beam_search import sequence_log_prob
+    Examples:
+        >>> from vanilla_transformer.inference import sequence_log_prob
         >>> model = make_model(6, 6, N=1, d_model=16, d_ff=32, h=2).eval()
         >>> src = torch.tensor([[1, 3, 4]])
         >>> ys = greedy_decode(model, src, None, max_len=4, start_symbol=1)
@@ -162,7 +162,7 @@ def beam_search(
         src: source ids `(batch, src_len)`.
         src_mask: keep-mask `(batch or 1, 1, src_len)` or `(batch, src_len)`.
         max_len: the longest output, the start symbol included (as in
-            [`greedy_decode`][vanilla_transformer.decoding.greedy_decode]).
+            [`greedy_decode`][vanilla_transformer.inference.greedy.greedy_decode]).
         start_symbol: the first decoder input.
         end_symbol: the token that finishes a hypothesis, or `None` to always generate
             `max_len - 1` tokens.
@@ -178,14 +178,14 @@ def beam_search(
         `out_len <= max_len`, starting with `start_symbol` and padded after the end symbol,
         and its score `(batch,)`, the log-probability divided by the length penalty. With
         `return_all=True`, a third item: for each row, a list of
-        [`Hypothesis`][vanilla_transformer.beam_search.Hypothesis] tuples, best first.
+        [`Hypothesis`][vanilla_transformer.inference.beam.Hypothesis] tuples, best first.
 
     Raises:
         ValueError: if `max_len` or `beam_size` is not a positive int, or `length_penalty` is
             negative.
 
-    Example:
-        >>> from vanilla_transformer.beam_search import beam_search
+    Examples:
+        >>> from vanilla_transformer.inference import beam_search
         >>> model = make_model(11, 11, N=1, d_model=32, d_ff=64, h=4).eval()
         >>> src = torch.tensor([[1, 2, 3, 4], [1, 5, 6, 0]])
         >>> tokens, scores = beam_search(model, src, src != 0, max_len=6, start_symbol=1,

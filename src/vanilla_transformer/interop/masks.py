@@ -1,176 +1,176 @@
-"""Attention masks: which positions a query may look at.
+r"""Interoperability with PyTorch's own `torch.nn.Transformer`: weights and masks.
 
-!!! warning "True means *may attend*"
-    Every mask in this package is a **keep-mask**: `True` (or a non-zero number) marks a position
-    that a query **may attend to**, and `False` (or `0`) marks a position it must ignore. This is
-    the convention of the Annotated Transformer and of the paper's figures. It is the **opposite**
-    of PyTorch's `key_padding_mask` and boolean `attn_mask` in `nn.MultiheadAttention` and
-    `nn.Transformer`, where `True` means *blocked*. [`vanilla_transformer.interop`][] converts
-    between the two.
+The package and `torch.nn` compute the same function when they are built alike, but store it
+differently:
 
-Shapes used throughout:
+| this package | `torch.nn` |
+| --- | --- |
+| `self_attn.linears[0]`, `[1]`, `[2]` ($W^Q, W^K, W^V$ with biases) | `self_attn.in_proj_weight` / `in_proj_bias`, stacked `[q; k; v]` |
+| `self_attn.linears[3]` ($W^O$) | `self_attn.out_proj` |
+| `src_attn` (decoder) | `multihead_attn` |
+| `feed_forward.w_1`, `feed_forward.w_2` | `linear1`, `linear2` |
+| `sublayer[0].norm`, `[1]`, `[2]` | `norm1`, `norm2`, `norm3` |
+| `encoder.norm`, `decoder.norm` (`nn.Identity` when absent) | `encoder.norm`, `decoder.norm` (`None` when absent) |
+| keep-masks, `True` = may attend | `attn_mask` / `key_padding_mask`, `True` = blocked |
 
-- source (padding) mask: `(batch, 1, src_len)`, the same for every query position;
-- target mask: `(batch or 1, tgt_len, tgt_len)`, padding and "no peeking ahead" combined.
+[`load_from_torch`][vanilla_transformer.interop.weights.load_from_torch] copies weights from `torch.nn`
+modules into the package's, [`to_torch`][vanilla_transformer.interop.weights.to_torch] builds the
+`torch.nn` modules from the package's, and
+[`forward_with_torch_masks`][vanilla_transformer.interop.masks.forward_with_torch_masks] and
+[`batch_masks_to_torch`][vanilla_transformer.interop.masks.batch_masks_to_torch] translate the masks.
+The embeddings, positional encoding and generator have no counterpart inside `nn.Transformer`
+(it starts from embedded inputs and returns decoder states), so they are not converted.
 
-Masks of any dtype are accepted where a mask is expected: the float `0/1` masks and the
-`.type_as(src)` integer masks found in the source articles work, and are read as "non-zero = may
-attend".
+What must match for the two to compute the same function (anything else raises `ValueError`):
 
-## PyTorch's conventions
+- the LayerNorm: `nn.LayerNorm` (build with `make_model(..., layer_norm="torch")`); the
+  "annotated" LayerNorm uses the unbiased standard deviation and adds eps to it, a different
+  function. The eps must be equal (`1e-5`, PyTorch's default);
+- `norm_first`, `d_model`, `nhead` = `h`, `dim_feedforward` = `d_ff`, the number of layers;
+- the final LayerNorms: `nn.Transformer` always builds one after each stack, even in post-norm
+  mode, where the paper has none. Build with `make_model(..., final_norm=True)` to match it. A
+  model without final norms (the paper's post-norm, `final_norm=None`) can be exported only with
+  `to_torch(model, allow_no_final_norm=True)`, which sets `encoder.norm` and `decoder.norm` of
+  the `nn.Transformer` to `None` (a setting `nn.TransformerEncoder`/`Decoder` support; a freshly
+  constructed `nn.Transformer` cannot load that state dict);
+- `activation="relu"` (the paper's FFN) and `bias=True`; standard layer classes (a custom
+  encoder or decoder is accepted only if it is a plain `nn.TransformerEncoder` /
+  `nn.TransformerDecoder` of standard layers).
 
-`nn.MultiheadAttention` and `nn.Transformer` take two kinds of mask, both with the opposite meaning:
+`batch_first` is **not** checked when loading: it changes how inputs are laid out, not the
+weights, so a model loaded from a `batch_first=False` transformer gives the same results once the
+inputs `(seq_len, batch, d_model)` are transposed to `(batch, seq_len, d_model)`.
+[`to_torch`][vanilla_transformer.interop.weights.to_torch] always builds `batch_first=True` modules,
+like the package.
 
-| mask | shape | blocked position | allowed position |
-| --- | --- | --- | --- |
-| keep-mask (this package) | `(batch or 1, query_len or 1, key_len)` | `False` | `True` |
-| PyTorch `attn_mask`, bool | `(query_len, key_len)` or `(batch * num_heads, query_len, key_len)` | `True` | `False` |
-| PyTorch `attn_mask`, float | same | `-inf` (added to the score) | `0.0` |
-| PyTorch `key_padding_mask` | `(batch, key_len)` | `True` | `False` |
+Dropout is not a weight: the package model keeps its own dropout probability when loading, and
+`to_torch` copies it.
 
-The functions below convert between them without loss:
-[`keep_to_attn_mask`][vanilla_transformer.masks.keep_to_attn_mask] and
-[`attn_mask_to_keep`][vanilla_transformer.masks.attn_mask_to_keep],
-[`keep_to_key_padding_mask`][vanilla_transformer.masks.keep_to_key_padding_mask] and
-[`key_padding_mask_to_keep`][vanilla_transformer.masks.key_padding_mask_to_keep], and
-[`torch_masks_to_keep`][vanilla_transformer.masks.torch_masks_to_keep], which merges an
-`attn_mask` and a `key_padding_mask` into one keep-mask as `nn.MultiheadAttention` does. They
-refuse input whose meaning would have to be guessed (see each function's *Raises*): a keep-mask
-passed to them must hold only `0`/`1` (or be bool), a float `attn_mask` only `0` and `-inf`, and
-an integer `attn_mask` (PyTorch's deprecated byte mask, `1` = blocked) is rejected because it
-looks exactly like an integer keep-mask (`1` = may attend).
-
-!!! note "A query whose every key is masked"
-    No convention gives such a row a meaningful answer, and each implementation answers
-    differently (all checked on the *PyTorch's nn.Transformer and its masks* page):
-
-    - `nn.MultiheadAttention` with `need_weights=True` (its default) computes a softmax over a
-      row of `-inf`: the weights and the output of that query are **NaN**;
-    - `nn.MultiheadAttention` with `need_weights=False` (how `nn.TransformerEncoderLayer` and
-      `nn.TransformerDecoderLayer` call it) goes through `scaled_dot_product_attention` and gives
-      that query a **zero** attention vector, so its output is `out_proj`'s bias;
-    - this package's reference path (`fast=False` or kept weights) fills masked scores with
-      `-1e9`, so a fully masked row has equal scores and attends **uniformly** to every key;
-    - this package's fast path (`scaled_dot_product_attention`) returns a **zero** vector, so the
-      output is the bias of `linears[3]`.
-
-    Right padding with a causal mask never produces such a row, because position 0 is never
-    padding; left padding, or a source made only of padding, does.
-
-Paper section 3.2.3 ("masking out ... all values in the input of the softmax which correspond to
-illegal connections"). Explained on the *Annotated walkthrough* and *Masks* pages.
+Explained on the *PyTorch's nn.Transformer and its masks* page.
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 
-from ._checks import check_mask, check_non_negative_int, check_positive_int
+from .._checks import check_positive_int
+from ..data.batching import Batch
+from ..model.encoder_decoder import EncoderDecoder
+from ..model.masks import subsequent_mask
 
-__all__ = [
-    "subsequent_mask",
-    "padding_mask",
-    "as_keep_mask",
-    "keep_to_attn_mask",
-    "attn_mask_to_keep",
-    "keep_to_key_padding_mask",
-    "key_padding_mask_to_keep",
-    "torch_masks_to_keep",
-]
+__all__ = ['forward_with_torch_masks', 'TorchMasks', 'batch_masks_to_torch', 'keep_to_attn_mask', 'attn_mask_to_keep', 'keep_to_key_padding_mask', 'key_padding_mask_to_keep', 'torch_masks_to_keep']
 
 
-def subsequent_mask(size: int) -> torch.Tensor:
-    """Mask out the positions after each query: the decoder's "no peeking ahead" mask.
+def forward_with_torch_masks(
+    model: EncoderDecoder,
+    src: torch.Tensor,
+    tgt: torch.Tensor,
+    src_mask: torch.Tensor | None = None,
+    tgt_mask: torch.Tensor | None = None,
+    memory_mask: torch.Tensor | None = None,
+    src_key_padding_mask: torch.Tensor | None = None,
+    tgt_key_padding_mask: torch.Tensor | None = None,
+    memory_key_padding_mask: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Run a package model's encoder and decoder stacks as `nn.Transformer.forward` runs its own.
 
-    Position `i` may attend to positions `0..i`. Combined with shifting the decoder input one
-    position to the right, this makes the prediction for position `i` depend only on the tokens
-    before it.
-
-    Args:
-        size: the target sequence length `tgt_len`.
-
-    Returns:
-        A bool tensor of shape `(1, size, size)`, lower triangular, `True` = may attend.
-
-    Raises:
-        ValueError: if `size` is negative. TypeError: if it is not an int.
-
-    Example:
-        >>> subsequent_mask(3)[0].int()
-        tensor([[1, 0, 0],
-                [1, 1, 0],
-                [1, 1, 1]], dtype=torch.int32)
-    """
-    check_non_negative_int("size", size)
-    return torch.ones(1, size, size, dtype=torch.bool).tril_()
-
-
-def padding_mask(tokens: torch.Tensor, pad: int) -> torch.Tensor:
-    """Mask out padding tokens as keys.
+    Takes the same arguments as `nn.Transformer(batch_first=True).forward`, with PyTorch's mask
+    conventions, converts the masks to keep-masks and calls `model.encoder` and `model.decoder`.
+    Unlike `model.forward`, which uses one `src_mask` for both, the encoder's self-attention and
+    the decoder's source attention get separate masks, as in PyTorch.
 
     Args:
-        tokens: token ids of shape `(batch, seq_len)`.
-        pad: the id of the padding token.
+        model: the package model.
+        src: embedded source `(batch, src_len, d_model)` (not token ids: `nn.Transformer` starts
+            after the embeddings).
+        tgt: embedded target `(batch, tgt_len, d_model)`.
+        src_mask: `attn_mask` for the encoder, `(src_len, src_len)` or
+            `(batch * h, src_len, src_len)`, bool (True = blocked) or float (0 / -inf).
+        tgt_mask: `attn_mask` for the decoder's self-attention, `(tgt_len, tgt_len)` or 3-D.
+        memory_mask: `attn_mask` for the decoder's source attention, `(tgt_len, src_len)` or 3-D.
+        src_key_padding_mask: `(batch, src_len)`, True = padding.
+        tgt_key_padding_mask: `(batch, tgt_len)`.
+        memory_key_padding_mask: `(batch, src_len)`, usually `src_key_padding_mask`.
 
     Returns:
-        A bool tensor of shape `(batch, 1, seq_len)`, `True` where the token is not `pad`
-        (may attend). The size-1 middle axis broadcasts over every query position.
+        Decoder states `(batch, tgt_len, d_model)`.
 
     Raises:
-        ValueError: if `tokens` is not 2-D.
+        ValueError: for masks the conversions reject (see
+            [`masks`][vanilla_transformer.model.masks]) or shapes the stacks reject.
 
-    Example:
-        >>> padding_mask(torch.tensor([[5, 6, 0, 0]]), pad=0).int()
-        tensor([[[1, 1, 0, 0]]], dtype=torch.int32)
+    Examples:
+        >>> model = make_model(11, 11, N=1, d_model=32, d_ff=64, h=4, dropout=0.0)
+        >>> src, tgt = torch.randn(2, 5, 32), torch.randn(2, 3, 32)
+        >>> causal = nn.Transformer.generate_square_subsequent_mask(3)
+        >>> forward_with_torch_masks(model, src, tgt, tgt_mask=causal).shape
+        torch.Size([2, 3, 32])
     """
-    if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2:
-        shape = tuple(tokens.shape) if isinstance(tokens, torch.Tensor) else type(tokens).__name__
-        raise ValueError(f"tokens must have shape (batch, seq_len), got {shape}")
-    return (tokens != pad).unsqueeze(-2)
+    h = model.encoder.layers[0].self_attn.h
+    enc_keep = torch_masks_to_keep(src_mask, src_key_padding_mask, num_heads=h)
+    self_keep = torch_masks_to_keep(tgt_mask, tgt_key_padding_mask, num_heads=h)
+    cross_keep = torch_masks_to_keep(memory_mask, memory_key_padding_mask, num_heads=h)
+    memory = model.encoder(src, enc_keep)
+    return model.decoder(tgt, memory, cross_keep, self_keep)
 
 
-def as_keep_mask(
-    mask: torch.Tensor | None,
-    batch: int,
-    query_len: int,
-    key_len: int,
-    name: str = "mask",
-    *,
-    none_if_full: bool = False,
-) -> torch.Tensor | None:
-    """Check a keep-mask and bring it to the form the attention modules use.
+class TorchMasks(NamedTuple):
+    """The masks `nn.Transformer.forward` takes for one batch, in PyTorch's convention.
 
-    Any dtype is accepted and read as "non-zero = may attend". The shape must broadcast to
-    `(batch, query_len, key_len)`.
+    Pass them by name: `transformer(src, tgt, **masks._asdict())`.
+
+    Attributes:
+        src_key_padding_mask: `(batch, src_len)`, True = source padding.
+        tgt_mask: `(tgt_len, tgt_len)` bool causal mask, True = a future position (blocked).
+        tgt_key_padding_mask: `(batch, tgt_len)`, True = target padding.
+        memory_key_padding_mask: `(batch, src_len)`, the same tensor as `src_key_padding_mask`.
+    """
+
+    src_key_padding_mask: torch.Tensor
+    tgt_mask: torch.Tensor
+    tgt_key_padding_mask: torch.Tensor
+    memory_key_padding_mask: torch.Tensor
+
+
+def batch_masks_to_torch(batch: Batch) -> TorchMasks:
+    """Translate a [`Batch`][vanilla_transformer.data.batching.Batch]'s masks for `nn.Transformer`.
+
+    `batch.src_mask` becomes the source (and memory) key-padding mask. `batch.tgt_mask`, which
+    combines target padding with the causal mask, is split back into its two parts: a causal
+    `tgt_mask` and a `tgt_key_padding_mask` read from `batch.tgt` and `batch.pad`. Together they
+    block exactly the positions `batch.tgt_mask` blocks (checked), so `nn.Transformer` and the
+    package agree at every position, padded ones included. The source's `create_mask` in the
+    PyTorch tutorial returns the same masks (plus an all-False `src_mask`, which blocks nothing).
 
     Args:
-        mask: `None`, or a mask of shape `(batch or 1, query_len or 1, key_len)`, or one already
-            returned by this function.
-        batch: the batch size.
-        query_len: the number of query positions.
-        key_len: the number of key positions.
-        name: what to call the mask in error messages.
-        none_if_full: return `None` when every position may attend, so that attention can skip
-            the masking work (the encoder and decoder stacks do this once per forward pass).
+        batch: a batch with a target (`Batch(src, tgt, pad)`).
 
     Returns:
-        `None` if `mask` is `None` (or lets everything through and `none_if_full`), else a bool
-        tensor of shape `(batch or 1, 1, query_len or 1, key_len)`; the size-1 axis is the head
-        axis.
+        A [`TorchMasks`][vanilla_transformer.interop.masks.TorchMasks].
 
     Raises:
-        ValueError: if the shape cannot broadcast to `(batch, query_len, key_len)`.
+        ValueError: if the batch has no target, or its `tgt_mask` is not "padding and causal".
+
+    Examples:
+        >>> b = Batch(torch.tensor([[1, 5, 0]]), torch.tensor([[1, 5, 6, 0]]), pad=0)
+        >>> m = batch_masks_to_torch(b)
+        >>> m.src_key_padding_mask, m.tgt_key_padding_mask
+        (tensor([[False, False,  True]]), tensor([[False, False, False]]))
+        >>> m.tgt_mask
+        tensor([[False,  True,  True],
+                [False, False,  True],
+                [False, False, False]])
     """
-    if mask is None:
-        return None
-    check_mask(mask, batch, query_len, key_len, name)
-    if mask.dtype != torch.bool:
-        mask = mask != 0
-    if mask.dim() == 3:
-        mask = mask.unsqueeze(1)
-    if none_if_full and bool(mask.all()):
-        return None
-    return mask
+    if not hasattr(batch, "tgt"):
+        raise ValueError("batch has no target: build it as Batch(src, tgt, pad)")
+    src_kpm = keep_to_key_padding_mask(batch.src_mask)
+    tgt_kpm = batch.tgt == batch.pad
+    causal = keep_to_attn_mask(subsequent_mask(batch.tgt.size(1)).to(batch.tgt.device))
+    if not torch.equal(~(causal | tgt_kpm.unsqueeze(1)), batch.tgt_mask.bool()):
+        raise ValueError("batch.tgt_mask is not the padding mask combined with the causal mask")
+    return TorchMasks(src_kpm, causal, tgt_kpm, src_kpm)
 
 
 # --- conversion to and from PyTorch's conventions -------------------------------------------
@@ -227,7 +227,7 @@ def keep_to_attn_mask(
     The shape is taken literally: a mask `(b, q, k)` becomes a mask for `q` queries. A keep-mask
     whose query axis has size 1 (a padding mask `(batch, 1, src_len)`) therefore becomes a mask
     for a single query; for padding use
-    [`keep_to_key_padding_mask`][vanilla_transformer.masks.keep_to_key_padding_mask] instead.
+    [`keep_to_key_padding_mask`][vanilla_transformer.interop.masks.keep_to_key_padding_mask] instead.
 
     Args:
         mask: keep-mask `(query_len, key_len)`, `(1, query_len, key_len)` or
@@ -248,7 +248,7 @@ def keep_to_attn_mask(
             axis larger than 1 and `num_heads` is missing.
         TypeError: if `mask` is not a tensor.
 
-    Example:
+    Examples:
         >>> keep_to_attn_mask(subsequent_mask(3))
         tensor([[False,  True,  True],
                 [False, False,  True],
@@ -303,7 +303,7 @@ def attn_mask_to_keep(attn_mask: torch.Tensor, *, num_heads: int | None = None) 
             every head).
         TypeError: if `attn_mask` is not a tensor.
 
-    Example:
+    Examples:
         >>> m = torch.tensor([[0.0, float("-inf")], [0.0, 0.0]])
         >>> attn_mask_to_keep(m)
         tensor([[[ True, False],
@@ -348,7 +348,7 @@ def keep_to_key_padding_mask(mask: torch.Tensor) -> torch.Tensor:
     query row of an item is the same (a padding mask broadcast over the queries). A mask whose
     rows differ, such as a causal target mask, blocks different keys for different queries,
     which a key-padding mask cannot say: convert it with
-    [`keep_to_attn_mask`][vanilla_transformer.masks.keep_to_attn_mask] instead.
+    [`keep_to_attn_mask`][vanilla_transformer.interop.masks.keep_to_attn_mask] instead.
 
     Args:
         mask: keep-mask `(batch, 1, key_len)` or `(batch, query_len, key_len)`, bool or 0/1,
@@ -362,7 +362,7 @@ def keep_to_key_padding_mask(mask: torch.Tensor) -> torch.Tensor:
             differ.
         TypeError: if `mask` is not a tensor.
 
-    Example:
+    Examples:
         >>> keep_to_key_padding_mask(padding_mask(torch.tensor([[5, 6, 0]]), pad=0))
         tensor([[False, False,  True]])
     """
@@ -396,7 +396,7 @@ def key_padding_mask_to_keep(key_padding_mask: torch.Tensor) -> torch.Tensor:
             other than `0` and `-inf`.
         TypeError: if it is not a tensor.
 
-    Example:
+    Examples:
         >>> key_padding_mask_to_keep(torch.tensor([[False, False, True]]))
         tensor([[[ True,  True, False]]])
     """
@@ -422,7 +422,7 @@ def torch_masks_to_keep(
 
     Args:
         attn_mask: `None`, or `(query_len, key_len)` / `(batch * num_heads, query_len, key_len)`,
-            bool or float; see [`attn_mask_to_keep`][vanilla_transformer.masks.attn_mask_to_keep].
+            bool or float; see [`attn_mask_to_keep`][vanilla_transformer.interop.masks.attn_mask_to_keep].
         key_padding_mask: `None`, or `(batch, key_len)`.
         num_heads: needed for a 3-D `attn_mask` with a batch.
 
@@ -434,7 +434,7 @@ def torch_masks_to_keep(
         ValueError: as the two conversions do, or if the masks disagree on `key_len` or the
             batch size.
 
-    Example:
+    Examples:
         >>> causal = torch.triu(torch.ones(3, 3, dtype=torch.bool), diagonal=1)
         >>> kpm = torch.tensor([[False, False, True]])
         >>> torch_masks_to_keep(causal, kpm).int()

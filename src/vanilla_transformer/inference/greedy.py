@@ -1,6 +1,6 @@
-"""Greedy decoding: generate a target one token at a time, always taking the most likely token.
+r"""Greedy decoding: generate a target one token at a time, always taking the most likely token.
 
-[`greedy_decode`][vanilla_transformer.decoding.greedy_decode] works on a whole batch. By default
+[`greedy_decode`][vanilla_transformer.inference.greedy.greedy_decode] works on a whole batch. By default
 it recomputes the decoder over the full prefix at every step, as the sources do. With
 `use_cache=True` it decodes incrementally: each step feeds only the newest token, the decoder's
 self-attention keys and values grow by one position, and the source-attention keys and values
@@ -14,12 +14,12 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._checks import check_positive_int
-from .embeddings import Embeddings, PositionalEncoding
-from .masks import subsequent_mask
-from .model import EncoderDecoder
+from .._checks import check_positive_int
+from ..model.embeddings import Embeddings, PositionalEncoding
+from ..model.encoder_decoder import EncoderDecoder
+from ..model.masks import subsequent_mask
 
-__all__ = ["greedy_decode", "embed_last_position"]
+__all__ = ['embed_last_position', 'greedy_decode']
 
 
 def embed_last_position(model: EncoderDecoder, ys: torch.Tensor) -> torch.Tensor:
@@ -39,7 +39,7 @@ def embed_last_position(model: EncoderDecoder, ys: torch.Tensor) -> torch.Tensor
     Raises:
         ValueError: if position `t` is beyond the positional-encoding table.
 
-    Example:
+    Examples:
         >>> model = make_model(11, 11, N=1, d_model=16, d_ff=32, h=2).eval()
         >>> ys = torch.tensor([[1, 4, 7]])
         >>> torch.allclose(embed_last_position(model, ys), model.tgt_embed(ys)[:, -1:])
@@ -83,7 +83,7 @@ def greedy_decode(
         src: source ids `(batch, src_len)`.
         src_mask: keep-mask `(batch or 1, 1, src_len)`.
         max_len: length of the output, the start symbol included.
-        start_symbol: the first decoder input (for [`data_gen`][vanilla_transformer.batching.data_gen]'s
+        start_symbol: the first decoder input (for [`data_gen`][vanilla_transformer.data.copy_task.data_gen]'s
             copy task, `1`).
         end_symbol: if given, a sequence stops once it produces this token, and decoding stops
             early once every sequence has.
@@ -96,7 +96,7 @@ def greedy_decode(
     Raises:
         ValueError: if `max_len` is not positive, or any input is invalid for the model.
 
-    Example:
+    Examples:
         >>> model = make_model(11, 11, N=1).eval()
         >>> src = torch.tensor([[1, 2, 3, 4], [1, 5, 6, 0]])
         >>> ys = greedy_decode(model, src, src != 0, max_len=6, start_symbol=1)

@@ -1,15 +1,8 @@
-"""The encoder: a stack of `N` identical layers of self-attention and feed-forward (paper
-section 3.1, Figure 1 left).
+"""The encoder: a stack of `N` identical layers, each self-attention then a feed-forward
+network, each wrapped in a residual connection and LayerNorm (paper section 3.1, Figure 1 left).
 
-Each [`EncoderLayer`][vanilla_transformer.encoder.EncoderLayer] wraps its two sublayers in
-[`SublayerConnection`][vanilla_transformer.layers.SublayerConnection]s. The
-[`Encoder`][vanilla_transformer.encoder.Encoder] runs the layers in turn and, in the pre-norm
-arrangement, normalises the result once more.
-
-Shapes: input and output `(batch, src_len, d_model)`; source mask `(batch or 1, 1, src_len)` or
-`(batch or 1, src_len, src_len)`, `True` = may attend.
-
-Explained on the *Annotated walkthrough* and *Tracing the data flow* pages.
+Input and output `(batch, src_len, d_model)`; source mask `(batch or 1, 1 or src_len, src_len)`.
+Explained on the [Encoder and decoder][encoder-decoder-guide] page.
 """
 
 from __future__ import annotations
@@ -19,9 +12,8 @@ from torch import nn
 
 from .attention import MultiHeadedAttention, clones
 from .layers import PositionwiseFeedForward, SublayerConnection, make_layer_norm
-from .masks import as_keep_mask
 
-__all__ = ["EncoderLayer", "Encoder"]
+__all__ = ['EncoderLayer', 'Encoder']
 
 
 class EncoderLayer(nn.Module):
@@ -35,7 +27,7 @@ class EncoderLayer(nn.Module):
         norm_first: pre-norm (`True`, the sources) or post-norm (`False`, the paper).
         layer_norm: LayerNorm flavour, `"annotated"` or `"torch"`.
 
-    Example:
+    Examples:
         >>> layer = EncoderLayer(512, MultiHeadedAttention(8, 512),
         ...                      PositionwiseFeedForward(512, 2048), dropout=0.1)
         >>> layer(torch.randn(2, 10, 512), torch.ones(2, 1, 10)).shape
@@ -80,7 +72,7 @@ class Encoder(nn.Module):
         layers: the `N` layers.
         norm: the final LayerNorm, or `nn.Identity()` when `final_norm=False`.
 
-    Example:
+    Examples:
         >>> layer = EncoderLayer(64, MultiHeadedAttention(4, 64),
         ...                      PositionwiseFeedForward(64, 128), dropout=0.0)
         >>> Encoder(layer, 2)(torch.randn(3, 5, 64), None).shape
@@ -93,14 +85,7 @@ class Encoder(nn.Module):
         self.norm = make_layer_norm(layer.size, layer.layer_norm) if final_norm else nn.Identity()
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-        """Pass `x` `(batch, src_len, d_model)` and `mask` through every layer in turn.
-
-        The mask is checked and converted once here, not once per layer.
-
-        Raises:
-            ValueError: if `mask` cannot broadcast to `(batch, src_len, src_len)`.
-        """
-        mask = as_keep_mask(mask, x.size(0), x.size(1), x.size(1), "src_mask", none_if_full=True)
+        """Pass `x` `(batch, src_len, d_model)` and `mask` through every layer in turn."""
         for layer in self.layers:
             x = layer(x, mask)
         return self.norm(x)

@@ -1,4 +1,4 @@
-"""Interoperability with PyTorch's own `torch.nn.Transformer`: weights and masks.
+r"""Interoperability with PyTorch's own `torch.nn.Transformer`: weights and masks.
 
 The package and `torch.nn` compute the same function when they are built alike, but store it
 differently:
@@ -13,11 +13,11 @@ differently:
 | `encoder.norm`, `decoder.norm` (`nn.Identity` when absent) | `encoder.norm`, `decoder.norm` (`None` when absent) |
 | keep-masks, `True` = may attend | `attn_mask` / `key_padding_mask`, `True` = blocked |
 
-[`load_from_torch`][vanilla_transformer.interop.load_from_torch] copies weights from `torch.nn`
-modules into the package's, [`to_torch`][vanilla_transformer.interop.to_torch] builds the
+[`load_from_torch`][vanilla_transformer.interop.weights.load_from_torch] copies weights from `torch.nn`
+modules into the package's, [`to_torch`][vanilla_transformer.interop.weights.to_torch] builds the
 `torch.nn` modules from the package's, and
-[`forward_with_torch_masks`][vanilla_transformer.interop.forward_with_torch_masks] and
-[`batch_masks_to_torch`][vanilla_transformer.interop.batch_masks_to_torch] translate the masks.
+[`forward_with_torch_masks`][vanilla_transformer.interop.masks.forward_with_torch_masks] and
+[`batch_masks_to_torch`][vanilla_transformer.interop.masks.batch_masks_to_torch] translate the masks.
 The embeddings, positional encoding and generator have no counterpart inside `nn.Transformer`
 (it starts from embedded inputs and returns decoder states), so they are not converted.
 
@@ -40,7 +40,7 @@ What must match for the two to compute the same function (anything else raises `
 `batch_first` is **not** checked when loading: it changes how inputs are laid out, not the
 weights, so a model loaded from a `batch_first=False` transformer gives the same results once the
 inputs `(seq_len, batch, d_model)` are transposed to `(batch, seq_len, d_model)`.
-[`to_torch`][vanilla_transformer.interop.to_torch] always builds `batch_first=True` modules,
+[`to_torch`][vanilla_transformer.interop.weights.to_torch] always builds `batch_first=True` modules,
 like the package.
 
 Dropout is not a weight: the package model keeps its own dropout probability when loading, and
@@ -53,27 +53,18 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterator
-from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .attention import MultiHeadedAttention
-from .batching import Batch
-from .decoder import Decoder, DecoderLayer
-from .encoder import Encoder, EncoderLayer
-from .layers import LayerNorm
-from .masks import keep_to_attn_mask, keep_to_key_padding_mask, subsequent_mask, torch_masks_to_keep
-from .model import EncoderDecoder
+from ..model.attention import MultiHeadedAttention
+from ..model.decoder import Decoder, DecoderLayer
+from ..model.encoder import Encoder, EncoderLayer
+from ..model.encoder_decoder import EncoderDecoder
+from ..model.layers import LayerNorm
 
-__all__ = [
-    "load_from_torch",
-    "to_torch",
-    "forward_with_torch_masks",
-    "TorchMasks",
-    "batch_masks_to_torch",
-]
+__all__ = ['load_from_torch', 'to_torch']
 
 _Pairs = list[tuple[torch.Tensor, torch.Tensor]]
 """(package tensor, torch tensor) pairs of the same shape, copied one way or the other."""
@@ -237,7 +228,7 @@ def _copy(pairs: Iterator[tuple[torch.Tensor, torch.Tensor]]) -> None:
 def load_from_torch(model: nn.Module, torch_module: nn.Module) -> nn.Module:
     """Copy the weights of a `torch.nn` transformer module into the package's equivalent.
 
-    Works on matching pairs: an [`EncoderDecoder`][vanilla_transformer.model.EncoderDecoder] and
+    Works on matching pairs: an [`EncoderDecoder`][vanilla_transformer.model.encoder_decoder.EncoderDecoder] and
     an `nn.Transformer`, an `Encoder` and an `nn.TransformerEncoder`, a `Decoder` and an
     `nn.TransformerDecoder`, an `EncoderLayer` and an `nn.TransformerEncoderLayer`, a
     `DecoderLayer` and an `nn.TransformerDecoderLayer`, a `MultiHeadedAttention` and an
@@ -262,7 +253,7 @@ def load_from_torch(model: nn.Module, torch_module: nn.Module) -> nn.Module:
             layer, encoder or decoder class. The message names the offending module.
         TypeError: if `model` is not one of the package classes above.
 
-    Example:
+    Examples:
         >>> torch_model = nn.Transformer(32, 4, 1, 1, 64, dropout=0.0, batch_first=True)
         >>> model = make_model(11, 11, N=1, d_model=32, d_ff=64, h=4, dropout=0.0,
         ...                    layer_norm="torch", norm_first=False, final_norm=True)
@@ -350,7 +341,7 @@ def _build_torch(ours: nn.Module, allow_no_final_norm: bool) -> nn.Module:
 def to_torch(model: nn.Module, *, allow_no_final_norm: bool = False) -> nn.Module:
     """Build the `torch.nn` module that computes what a package module computes.
 
-    An [`EncoderDecoder`][vanilla_transformer.model.EncoderDecoder] becomes an `nn.Transformer`
+    An [`EncoderDecoder`][vanilla_transformer.model.encoder_decoder.EncoderDecoder] becomes an `nn.Transformer`
     holding its encoder and decoder stacks (not the embeddings or generator, which
     `nn.Transformer` does not have); an `Encoder`, `Decoder`, `EncoderLayer`, `DecoderLayer` or
     `MultiHeadedAttention` becomes its `torch.nn` counterpart. The result has `batch_first=True`,
@@ -372,7 +363,7 @@ def to_torch(model: nn.Module, *, allow_no_final_norm: bool = False) -> nn.Modul
             `allow_no_final_norm`.
         TypeError: for a module with no `torch.nn` counterpart.
 
-    Example:
+    Examples:
         >>> model = make_model(11, 11, N=1, d_model=32, d_ff=64, h=4, dropout=0.0,
         ...                    layer_norm="torch", norm_first=True)
         >>> t = to_torch(model)
@@ -383,113 +374,3 @@ def to_torch(model: nn.Module, *, allow_no_final_norm: bool = False) -> nn.Modul
     # copy package -> torch: the same pairs as load_from_torch, the other way round
     _copy((t, o) for o, t in _pairs(model, theirs))
     return theirs.train(model.training)
-
-
-def forward_with_torch_masks(
-    model: EncoderDecoder,
-    src: torch.Tensor,
-    tgt: torch.Tensor,
-    src_mask: torch.Tensor | None = None,
-    tgt_mask: torch.Tensor | None = None,
-    memory_mask: torch.Tensor | None = None,
-    src_key_padding_mask: torch.Tensor | None = None,
-    tgt_key_padding_mask: torch.Tensor | None = None,
-    memory_key_padding_mask: torch.Tensor | None = None,
-) -> torch.Tensor:
-    """Run a package model's encoder and decoder stacks as `nn.Transformer.forward` runs its own.
-
-    Takes the same arguments as `nn.Transformer(batch_first=True).forward`, with PyTorch's mask
-    conventions, converts the masks to keep-masks and calls `model.encoder` and `model.decoder`.
-    Unlike `model.forward`, which uses one `src_mask` for both, the encoder's self-attention and
-    the decoder's source attention get separate masks, as in PyTorch.
-
-    Args:
-        model: the package model.
-        src: embedded source `(batch, src_len, d_model)` (not token ids: `nn.Transformer` starts
-            after the embeddings).
-        tgt: embedded target `(batch, tgt_len, d_model)`.
-        src_mask: `attn_mask` for the encoder, `(src_len, src_len)` or
-            `(batch * h, src_len, src_len)`, bool (True = blocked) or float (0 / -inf).
-        tgt_mask: `attn_mask` for the decoder's self-attention, `(tgt_len, tgt_len)` or 3-D.
-        memory_mask: `attn_mask` for the decoder's source attention, `(tgt_len, src_len)` or 3-D.
-        src_key_padding_mask: `(batch, src_len)`, True = padding.
-        tgt_key_padding_mask: `(batch, tgt_len)`.
-        memory_key_padding_mask: `(batch, src_len)`, usually `src_key_padding_mask`.
-
-    Returns:
-        Decoder states `(batch, tgt_len, d_model)`.
-
-    Raises:
-        ValueError: for masks the conversions reject (see
-            [`masks`][vanilla_transformer.masks]) or shapes the stacks reject.
-
-    Example:
-        >>> model = make_model(11, 11, N=1, d_model=32, d_ff=64, h=4, dropout=0.0)
-        >>> src, tgt = torch.randn(2, 5, 32), torch.randn(2, 3, 32)
-        >>> causal = nn.Transformer.generate_square_subsequent_mask(3)
-        >>> forward_with_torch_masks(model, src, tgt, tgt_mask=causal).shape
-        torch.Size([2, 3, 32])
-    """
-    h = model.encoder.layers[0].self_attn.h
-    enc_keep = torch_masks_to_keep(src_mask, src_key_padding_mask, num_heads=h)
-    self_keep = torch_masks_to_keep(tgt_mask, tgt_key_padding_mask, num_heads=h)
-    cross_keep = torch_masks_to_keep(memory_mask, memory_key_padding_mask, num_heads=h)
-    memory = model.encoder(src, enc_keep)
-    return model.decoder(tgt, memory, cross_keep, self_keep)
-
-
-class TorchMasks(NamedTuple):
-    """The masks `nn.Transformer.forward` takes for one batch, in PyTorch's convention.
-
-    Pass them by name: `transformer(src, tgt, **masks._asdict())`.
-
-    Attributes:
-        src_key_padding_mask: `(batch, src_len)`, True = source padding.
-        tgt_mask: `(tgt_len, tgt_len)` bool causal mask, True = a future position (blocked).
-        tgt_key_padding_mask: `(batch, tgt_len)`, True = target padding.
-        memory_key_padding_mask: `(batch, src_len)`, the same tensor as `src_key_padding_mask`.
-    """
-
-    src_key_padding_mask: torch.Tensor
-    tgt_mask: torch.Tensor
-    tgt_key_padding_mask: torch.Tensor
-    memory_key_padding_mask: torch.Tensor
-
-
-def batch_masks_to_torch(batch: Batch) -> TorchMasks:
-    """Translate a [`Batch`][vanilla_transformer.batching.Batch]'s masks for `nn.Transformer`.
-
-    `batch.src_mask` becomes the source (and memory) key-padding mask. `batch.tgt_mask`, which
-    combines target padding with the causal mask, is split back into its two parts: a causal
-    `tgt_mask` and a `tgt_key_padding_mask` read from `batch.tgt` and `batch.pad`. Together they
-    block exactly the positions `batch.tgt_mask` blocks (checked), so `nn.Transformer` and the
-    package agree at every position, padded ones included. The source's `create_mask` in the
-    PyTorch tutorial returns the same masks (plus an all-False `src_mask`, which blocks nothing).
-
-    Args:
-        batch: a batch with a target (`Batch(src, tgt, pad)`).
-
-    Returns:
-        A [`TorchMasks`][vanilla_transformer.interop.TorchMasks].
-
-    Raises:
-        ValueError: if the batch has no target, or its `tgt_mask` is not "padding and causal".
-
-    Example:
-        >>> b = Batch(torch.tensor([[1, 5, 0]]), torch.tensor([[1, 5, 6, 0]]), pad=0)
-        >>> m = batch_masks_to_torch(b)
-        >>> m.src_key_padding_mask, m.tgt_key_padding_mask
-        (tensor([[False, False,  True]]), tensor([[False, False, False]]))
-        >>> m.tgt_mask
-        tensor([[False,  True,  True],
-                [False, False,  True],
-                [False, False, False]])
-    """
-    if not hasattr(batch, "tgt"):
-        raise ValueError("batch has no target: build it as Batch(src, tgt, pad)")
-    src_kpm = keep_to_key_padding_mask(batch.src_mask)
-    tgt_kpm = batch.tgt == batch.pad
-    causal = keep_to_attn_mask(subsequent_mask(batch.tgt.size(1)).to(batch.tgt.device))
-    if not torch.equal(~(causal | tgt_kpm.unsqueeze(1)), batch.tgt_mask.bool()):
-        raise ValueError("batch.tgt_mask is not the padding mask combined with the causal mask")
-    return TorchMasks(src_kpm, causal, tgt_kpm, src_kpm)

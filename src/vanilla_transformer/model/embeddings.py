@@ -1,16 +1,14 @@
-r"""Token embeddings, sinusoidal positional encoding and the output generator (paper sections
-3.4 and 3.5).
+r"""Token embeddings, the sinusoidal positional encoding and the output generator (paper
+sections 3.4 and 3.5).
 
-- [`Embeddings`][vanilla_transformer.embeddings.Embeddings] looks token ids up in a learned
-  table and multiplies by $\sqrt{d_{model}}$ (not by $1/\sqrt{d_k}$).
-- [`PositionalEncoding`][vanilla_transformer.embeddings.PositionalEncoding] adds the fixed table
-  $PE_{(pos, 2i)} = \sin(pos / 10000^{2i/d_{model}})$,
-  $PE_{(pos, 2i+1)} = \cos(pos / 10000^{2i/d_{model}})$ and applies dropout. The table is a
-  buffer, not a parameter: it is saved with the model but never trained.
-- [`Generator`][vanilla_transformer.embeddings.Generator] projects decoder states
-  `(batch, seq_len, d_model)` to log-probabilities `(batch, seq_len, vocab)`.
+$$
+PE_{(pos, 2i)} = \sin(pos / 10000^{2i/d_{model}})
+\qquad
+PE_{(pos, 2i+1)} = \cos(pos / 10000^{2i/d_{model}})
+$$
 
-Explained on the *Annotated walkthrough* page.
+Embeddings are multiplied by $\sqrt{d_{model}}$. Explained on the
+[Embeddings][embeddings-guide] page.
 """
 
 from __future__ import annotations
@@ -21,9 +19,13 @@ import torch
 from torch import nn
 from torch.nn.functional import log_softmax
 
-from ._checks import check_dropout, check_non_negative_int, check_positive_int, check_token_ids
+from .._checks import (
+    check_dropout,
+    check_non_negative_int,
+    check_positive_int,
+)
 
-__all__ = ["Embeddings", "PositionalEncoding", "Generator", "sinusoid_table"]
+__all__ = ['Embeddings', 'sinusoid_table', 'PositionalEncoding', 'Generator']
 
 
 class Embeddings(nn.Module):
@@ -39,7 +41,7 @@ class Embeddings(nn.Module):
     Raises:
         ValueError: if `d_model` is not positive or `vocab` is negative.
 
-    Example:
+    Examples:
         >>> emb = Embeddings(d_model=512, vocab=11)
         >>> emb(torch.tensor([[1, 2, 3]])).shape
         torch.Size([1, 3, 512])
@@ -53,13 +55,7 @@ class Embeddings(nn.Module):
         self.d_model = d_model
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Embed token ids `(batch, seq_len)` into `(batch, seq_len, d_model)`.
-
-        Raises:
-            TypeError: if `x` is not an integer tensor.
-            ValueError: if an id is negative or not below the vocabulary size.
-        """
-        check_token_ids(x, self.lut.num_embeddings)
+        """Embed token ids `(batch, seq_len)` into `(batch, seq_len, d_model)`."""
         return self.lut(x) * math.sqrt(self.d_model)
 
 
@@ -77,7 +73,7 @@ def sinusoid_table(max_len: int, d_model: int) -> torch.Tensor:
     Returns:
         A float tensor of shape `(max_len, d_model)`.
 
-    Example:
+    Examples:
         >>> pe = sinusoid_table(50, 16)
         >>> pe.shape, pe[0, :4].tolist()
         (torch.Size([50, 16]), [0.0, 1.0, 0.0, 1.0])
@@ -104,12 +100,12 @@ class PositionalEncoding(nn.Module):
 
     Attributes:
         pe: the buffer of shape `(1, max_len, d_model)` (see
-            [`sinusoid_table`][vanilla_transformer.embeddings.sinusoid_table]).
+            [`sinusoid_table`][vanilla_transformer.model.embeddings.sinusoid_table]).
 
     Raises:
         ValueError: for a non-positive size or a dropout outside [0, 1).
 
-    Example:
+    Examples:
         >>> pos = PositionalEncoding(d_model=16, dropout=0.0)
         >>> torch.equal(pos(torch.zeros(1, 3, 16))[0], pos.pe[0, :3])
         True
@@ -129,16 +125,7 @@ class PositionalEncoding(nn.Module):
         return self.pe.size(1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Add the encodings of positions `0..seq_len-1` to `x` `(batch, seq_len, d_model)`.
-
-        Raises:
-            ValueError: if `seq_len` exceeds `max_len`.
-        """
-        if x.size(1) > self.max_len:
-            raise ValueError(
-                f"sequence length {x.size(1)} exceeds the positional-encoding table's max_len "
-                f"{self.max_len}; build the model with a larger max_len"
-            )
+        """Add the encodings of positions `0..seq_len-1` to `x` `(batch, seq_len, d_model)`."""
         return self.dropout(x + self.pe[:, : x.size(1)])
 
 
@@ -153,7 +140,7 @@ class Generator(nn.Module):
     Attributes:
         proj: the `nn.Linear(d_model, vocab)` projection.
 
-    Example:
+    Examples:
         >>> gen = Generator(512, 11)
         >>> logp = gen(torch.randn(2, 7, 512))
         >>> logp.shape, bool(torch.allclose(logp.exp().sum(-1), torch.ones(2, 7)))

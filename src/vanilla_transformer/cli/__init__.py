@@ -1,9 +1,9 @@
-"""The `vanilla-transformer` command line (also `python -m vanilla_transformer`).
+r"""The `vanilla-transformer` command line (also `python -m vanilla_transformer`).
 
 Subcommands:
 
 - `params`: the parameter, FLOP and memory calculator of
-  [`calculator`][vanilla_transformer.calculator], without building the model.
+  [`analysis`][vanilla_transformer.analysis], without building the model.
 
 Each subcommand lives in a module that exposes `register(subparsers)`: it adds its parser with
 `subparsers.add_parser(...)` and sets `handler=function(args) -> int` with `set_defaults`. They are
@@ -24,14 +24,22 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from ..analysis.flops import forward_flops_for
+from ..analysis.memory import memory_estimate_for
+from ..analysis.parameters import parameter_count_for
+from ..model.config import PRESETS, ModelConfig
+from ..model.layers import LAYER_NORMS
 from . import copy_task
-from .calculator import parameter_count_for
-from .config import PRESETS, ModelConfig
-from .flops import forward_flops_for
-from .layers import LAYER_NORMS
-from .memory import memory_estimate_for
 
-__all__ = ["main", "build_parser", "register", "config_from_args", "run_params", "PRESET_VOCAB"]
+__all__ = [
+    "PROG",
+    "PRESET_VOCAB",
+    "build_parser",
+    "register",
+    "config_from_args",
+    "run_params",
+    "main",
+]
 
 PROG = "vanilla-transformer"
 
@@ -53,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     Returns:
         The top-level `argparse.ArgumentParser`.
 
-    Example:
+    Examples:
         >>> args = build_parser().parse_args(["params", "--preset", "base"])
         >>> args.command, args.preset
         ('params', 'base')
@@ -62,8 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG,
         description="The original encoder-decoder Transformer: tools on the command line.",
     )
-    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
-                                       parser_class=_Parser)
+    subparsers = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=_Parser
+    )
     # ---- Subcommand registrations: the single place where subcommands are added. ----
     # Each line calls a module's register(subparsers); add new subcommands here.
     register(subparsers)  # params
@@ -82,7 +91,7 @@ def register(subparsers: Any) -> None:
         Nothing; the new parser sets `handler` to
         [`run_params`][vanilla_transformer.cli.run_params].
 
-    Example:
+    Examples:
         >>> import argparse
         >>> parser = argparse.ArgumentParser(prog="demo")
         >>> register(parser.add_subparsers(dest="command"))
@@ -101,8 +110,9 @@ def register(subparsers: Any) -> None:
         ),
     )
     model = p.add_argument_group("model (as make_model)")
-    model.add_argument("--preset", choices=sorted(PRESETS),
-                       help="the paper's base or big sizes (Table 3)")
+    model.add_argument(
+        "--preset", choices=sorted(PRESETS), help="the paper's base or big sizes (Table 3)"
+    )
     model.add_argument("--src-vocab", type=int, help="source vocabulary size")
     model.add_argument("--tgt-vocab", type=int, help="target vocabulary size")
     model.add_argument("-N", "--N", type=int, dest="N", help="layers per stack (6)")
@@ -110,18 +120,39 @@ def register(subparsers: Any) -> None:
     model.add_argument("--d-ff", type=int, help="feed-forward width (2048)")
     model.add_argument("--h", type=int, help="attention heads (8)")
     model.add_argument("--dropout", type=float, help="dropout probability (0.1)")
-    model.add_argument("--tie-weights", action="store_true", default=None,
-                       help="share one matrix between both embeddings and the generator")
-    model.add_argument("--norm-first", action=argparse.BooleanOptionalAction, default=None,
-                       help="pre-norm residual blocks (default) or, with --no-norm-first, "
-                            "post-norm")
-    model.add_argument("--post-norm", action="store_false", dest="norm_first", default=None,
-                       help="the paper's post-norm blocks (same as --no-norm-first)")
+    model.add_argument(
+        "--tie-weights",
+        action="store_true",
+        default=None,
+        help="share one matrix between both embeddings and the generator",
+    )
+    model.add_argument(
+        "--norm-first",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="pre-norm residual blocks (default) or, with --no-norm-first, post-norm",
+    )
+    model.add_argument(
+        "--post-norm",
+        action="store_false",
+        dest="norm_first",
+        default=None,
+        help="the paper's post-norm blocks (same as --no-norm-first)",
+    )
     model.add_argument("--layer-norm", choices=LAYER_NORMS, help="LayerNorm flavour")
-    model.add_argument("--final-norm", action=argparse.BooleanOptionalAction, default=None,
-                       help="a LayerNorm after each stack (default: only for pre-norm)")
-    model.add_argument("--no-generator-bias", action="store_false", dest="generator_bias",
-                       default=None, help="no bias in the generator's projection")
+    model.add_argument(
+        "--final-norm",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="a LayerNorm after each stack (default: only for pre-norm)",
+    )
+    model.add_argument(
+        "--no-generator-bias",
+        action="store_false",
+        dest="generator_bias",
+        default=None,
+        help="no bias in the generator's projection",
+    )
     model.add_argument("--max-len", type=int, help="positional-table length (5000)")
     run = p.add_argument_group("workload (for FLOPs, activations and the key/value cache)")
     run.add_argument("--batch", type=int, help="sentence pairs per batch (1)")
@@ -149,7 +180,7 @@ def config_from_args(args: argparse.Namespace) -> ModelConfig:
         ValueError: if a vocabulary is missing without `--preset`, or for any value
             `ModelConfig` rejects. TypeError: for a value of the wrong type.
 
-    Example:
+    Examples:
         >>> args = build_parser().parse_args(["params", "--preset", "big", "--tie-weights"])
         >>> cfg = config_from_args(args)
         >>> cfg.d_model, cfg.src_vocab, cfg.tie_weights, cfg.norm_first
@@ -158,8 +189,21 @@ def config_from_args(args: argparse.Namespace) -> ModelConfig:
     values: dict[str, Any] = dict(PRESETS[args.preset]) if args.preset else {}
     if args.preset:
         values.update(src_vocab=PRESET_VOCAB, tgt_vocab=PRESET_VOCAB)
-    names = ("src_vocab", "tgt_vocab", "N", "d_model", "d_ff", "h", "dropout", "tie_weights",
-             "norm_first", "layer_norm", "final_norm", "generator_bias", "max_len")
+    names = (
+        "src_vocab",
+        "tgt_vocab",
+        "N",
+        "d_model",
+        "d_ff",
+        "h",
+        "dropout",
+        "tie_weights",
+        "norm_first",
+        "layer_norm",
+        "final_norm",
+        "generator_bias",
+        "max_len",
+    )
     values.update({n: getattr(args, n) for n in names if getattr(args, n) is not None})
     if "src_vocab" not in values or "tgt_vocab" not in values:
         raise ValueError("--src-vocab and --tgt-vocab are required unless --preset is given")
@@ -183,7 +227,7 @@ def run_params(args: argparse.Namespace) -> int:
         ValueError: for a bad configuration, length or dtype (`main` turns it into one line on
             stderr and exit status 2).
 
-    Example:
+    Examples:
         >>> args = build_parser().parse_args(["params", "--src-vocab", "11", "--tgt-vocab", "11",
         ...                                   "-N", "2", "--src-len", "10", "--json"])
         >>> run_params(args)  # doctest: +ELLIPSIS
@@ -203,14 +247,14 @@ def run_params(args: argparse.Namespace) -> int:
         raise ValueError("--batch needs --src-len or --tgt-len")
     batch = 1 if args.batch is None else args.batch
     params = parameter_count_for(config)
-    memory = memory_estimate_for(config, batch=batch, src_len=src_len, tgt_len=tgt_len,
-                                 dtype=args.dtype)
+    memory = memory_estimate_for(
+        config, batch=batch, src_len=src_len, tgt_len=tgt_len, dtype=args.dtype
+    )
     flops = None
     if src_len is not None:
         flops = forward_flops_for(config, batch=batch, src_len=src_len, tgt_len=tgt_len)
     if args.json:
-        data = dict(config=config.to_dict(), parameters=params.to_dict(),
-                    memory=memory.to_dict())
+        data = dict(config=config.to_dict(), parameters=params.to_dict(), memory=memory.to_dict())
         if flops is not None:
             data["flops"] = flops.to_dict()
         print(json.dumps(data, indent=2))
@@ -219,8 +263,9 @@ def run_params(args: argparse.Namespace) -> int:
     if flops is not None:
         sections.append(flops.table())
     else:
-        sections.append("(add --src-len and --tgt-len for FLOPs, activations and the "
-                        "key/value cache)")
+        sections.append(
+            "(add --src-len and --tgt-len for FLOPs, activations and the key/value cache)"
+        )
     print("\n\n".join(sections))
     return 0
 
@@ -234,7 +279,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns:
         The exit status: 0 on success, 2 for a bad argument (one line on stderr).
 
-    Example:
+    Examples:
         >>> main(["params", "--src-vocab", "11", "--tgt-vocab", "11", "-N", "2"])
         ... # doctest: +ELLIPSIS
         parameters of make_model(11, 11, N=2, ...

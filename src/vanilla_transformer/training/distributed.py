@@ -1,29 +1,28 @@
-"""Data-parallel training with `DistributedDataParallel`, launched by `torchrun`.
+r"""Data-parallel training with `DistributedDataParallel`, launched by `torchrun`.
 
 The paper trained on 8 GPUs (section 5.2). Data parallelism is the simplest way to use several
 devices: every process (a *rank*) holds a full copy of the model, takes a different slice of each
 batch, and after `backward()` the ranks average their gradients, so every copy makes the same
 update. With equal slices, that update is the one a single process would make on the whole batch.
 
-[`train_distributed`][vanilla_transformer.distributed.train_distributed] trains the copy task this
-way with the unchanged [`run_epoch`][vanilla_transformer.training.run_epoch]: only the model is
+[`train_distributed`][vanilla_transformer.training.distributed.train_distributed] trains the copy task this
+way with the unchanged [`run_epoch`][vanilla_transformer.training.loop.run_epoch]: only the model is
 wrapped in `DistributedDataParallel`, and the data is sharded by
-[`shard_batches`][vanilla_transformer.distributed.shard_batches]. The backend is NCCL when CUDA
+[`shard_batches`][vanilla_transformer.training.distributed.shard_batches]. The backend is NCCL when CUDA
 is available and gloo on CPU. Run it with
 
 ```console
-torchrun --standalone --nproc_per_node=2 -m vanilla_transformer.distributed --steps 100
+torchrun --standalone --nproc_per_node=2 -m vanilla_transformer.cli.distributed --steps 100
 ```
 
 or, without `torchrun`, in local CPU processes with
-[`run_local`][vanilla_transformer.distributed.run_local].
+[`run_local`][vanilla_transformer.training.distributed.run_local].
 
 Explained on the *Training the copy task* page.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import socket
 import tempfile
@@ -36,28 +35,23 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch.nn.parallel import DistributedDataParallel
 
-from ._checks import check_non_negative_int, check_positive_int
-from .batching import Batch, data_gen
-from .copy_task import PAD, CopyTaskConfig
-from .model import EncoderDecoder
-from .training import LabelSmoothing, SimpleLossCompute, TrainState, make_optimizer, run_epoch
+from .._checks import check_non_negative_int, check_positive_int
+from ..data.batching import Batch
+from ..data.copy_task import PAD, data_gen
+from ..model.encoder_decoder import EncoderDecoder
+from .copy_task import CopyTaskConfig
+from .loop import TrainState, run_epoch
+from .loss import LabelSmoothing, SimpleLossCompute
+from .schedule import make_optimizer
 
-__all__ = [
-    "default_backend",
-    "shard_batches",
-    "DistributedRun",
-    "train_distributed",
-    "run_local",
-    "free_port",
-    "main",
-]
+__all__ = ['default_backend', 'shard_batches', 'DistributedRun', 'train_distributed', 'free_port', 'run_local']
 
 
 def default_backend() -> str:
     """`"nccl"` when CUDA and NCCL are available, else `"gloo"` (which works on CPU).
 
-    Example:
-        >>> from vanilla_transformer.distributed import default_backend
+    Examples:
+        >>> from vanilla_transformer.training import default_backend
         >>> default_backend() in ("nccl", "gloo")
         True
     """
@@ -79,7 +73,7 @@ def shard_batches(
     """This rank's slice of the copy-task batches.
 
     Every rank draws the same global batches of `batch_size * world_size` sequences from
-    [`data_gen`][vanilla_transformer.batching.data_gen] with the same seed, and keeps the rows
+    [`data_gen`][vanilla_transformer.data.copy_task.data_gen] with the same seed, and keeps the rows
     `rank * batch_size` to `(rank + 1) * batch_size - 1`. The slices are disjoint and together
     they are exactly the batches a single process would draw with `batch_size * world_size`.
 
@@ -93,13 +87,13 @@ def shard_batches(
         seed: the data seed, the same on every rank.
 
     Yields:
-        [`Batch`][vanilla_transformer.batching.Batch]es of `batch_size` sequences, `pad=0`.
+        [`Batch`][vanilla_transformer.data.batching.Batch]es of `batch_size` sequences, `pad=0`.
 
     Raises:
         ValueError: if `rank` is not in `[0, world_size)` or a size is not positive.
 
-    Example:
-        >>> from vanilla_transformer.distributed import shard_batches
+    Examples:
+        >>> from vanilla_transformer.training import shard_batches
         >>> a = next(shard_batches(11, 2, 1, rank=0, world_size=2, seed=5)).src
         >>> b = next(shard_batches(11, 2, 1, rank=1, world_size=2, seed=5)).src
         >>> torch.equal(torch.cat([a, b]), next(data_gen(11, 4, 1, seed=5)).src)
@@ -118,7 +112,7 @@ def shard_batches(
 
 @dataclass
 class DistributedRun:
-    """What [`train_distributed`][vanilla_transformer.distributed.train_distributed] returns on
+    """What [`train_distributed`][vanilla_transformer.training.distributed.train_distributed] returns on
     each rank.
 
     Attributes:
@@ -130,8 +124,8 @@ class DistributedRun:
         backend: the process-group backend used.
         train_state: this rank's training counts.
 
-    Example:
-        See [`train_distributed`][vanilla_transformer.distributed.train_distributed].
+    Examples:
+        See [`train_distributed`][vanilla_transformer.training.distributed.train_distributed].
     """
 
     model: EncoderDecoder
@@ -151,7 +145,7 @@ def train_distributed(
     """Train the copy task on this rank of a data-parallel job.
 
     Call it in every process of a job started by `torchrun` (or
-    [`run_local`][vanilla_transformer.distributed.run_local]): it reads `RANK`, `WORLD_SIZE`,
+    [`run_local`][vanilla_transformer.training.distributed.run_local]): it reads `RANK`, `WORLD_SIZE`,
     `LOCAL_RANK`, `MASTER_ADDR` and `MASTER_PORT` from the environment, joins the process group
     unless one is already initialised (and then leaves it again), and trains with
     `config.batch_size` sequences **per rank**. Every rank builds the same initial weights from
@@ -159,28 +153,28 @@ def train_distributed(
     draw different dropout masks.
 
     With dropout 0, the result equals
-    [`train_copy_model`][vanilla_transformer.copy_task.train_copy_model] run in one process with
+    [`train_copy_model`][vanilla_transformer.training.copy_task.train_copy_model] run in one process with
     `batch_size * world_size` sequences, up to floating-point rounding.
 
     Args:
         config: the run's settings (`batch_size` is per rank); the defaults if `None`.
         backend: `"gloo"`, `"nccl"`, or `None` for
-            [`default_backend`][vanilla_transformer.distributed.default_backend].
+            [`default_backend`][vanilla_transformer.training.distributed.default_backend].
         progress: show a progress bar on rank 0.
 
     Returns:
-        A [`DistributedRun`][vanilla_transformer.distributed.DistributedRun].
+        A [`DistributedRun`][vanilla_transformer.training.distributed.DistributedRun].
 
     Raises:
         RuntimeError: if the environment does not describe a distributed job.
 
-    Example:
+    Examples:
         A world of one process, set up by hand as `torchrun` would:
 
         >>> import os
         >>> from unittest import mock
-        >>> from vanilla_transformer.copy_task import CopyTaskConfig
-        >>> from vanilla_transformer.distributed import free_port, train_distributed
+        >>> from vanilla_transformer.training import CopyTaskConfig
+        >>> from vanilla_transformer.training import free_port, train_distributed
         >>> env = dict(RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1",
         ...            MASTER_PORT=str(free_port()))
         >>> with mock.patch.dict(os.environ, env):
@@ -194,7 +188,7 @@ def train_distributed(
         if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
             raise RuntimeError(
                 "RANK and WORLD_SIZE are not set: start this with torchrun "
-                "(torchrun --standalone --nproc_per_node=2 -m vanilla_transformer.distributed) "
+                "(torchrun --standalone --nproc_per_node=2 -m vanilla_transformer.cli.distributed) "
                 "or use run_local"
             )
         dist.init_process_group(backend=backend or default_backend())
@@ -248,8 +242,8 @@ def train_distributed(
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that is free right now (for `MASTER_PORT`).
 
-    Example:
-        >>> from vanilla_transformer.distributed import free_port
+    Examples:
+        >>> from vanilla_transformer.training import free_port
         >>> 0 < free_port() < 65536
         True
     """
@@ -271,7 +265,7 @@ def _local_worker(rank: int, world_size: int, port: int, config: CopyTaskConfig,
 def run_local(
     config: CopyTaskConfig | None = None, world_size: int = 2, *, threads: int = 1
 ) -> list[dict[str, Any]]:
-    """Run [`train_distributed`][vanilla_transformer.distributed.train_distributed] in
+    """Run [`train_distributed`][vanilla_transformer.training.distributed.train_distributed] in
     `world_size` local CPU processes (gloo on 127.0.0.1), without `torchrun`.
 
     Args:
@@ -286,13 +280,13 @@ def run_local(
     Raises:
         torch.multiprocessing.ProcessRaisedException: if a rank fails.
 
-    Example:
+    Examples:
         Two processes of 4 sequences each, compared with one process of 8 (this starts two
         Python processes, so it takes a few seconds):
 
         ```python
-        from vanilla_transformer.copy_task import CopyTaskConfig, train_copy_model
-        from vanilla_transformer.distributed import run_local
+        from vanilla_transformer.training import CopyTaskConfig, train_copy_model
+        from vanilla_transformer.training import run_local
 
         config = CopyTaskConfig(N=1, d_model=16, d_ff=32, h=2, batch_size=4, steps=3)
         ranks = run_local(config, world_size=2)
@@ -307,59 +301,3 @@ def run_local(
                  nprocs=world_size, join=True)
         return [torch.load(os.path.join(out_dir, f"rank{r}.pt"), weights_only=True)
                 for r in range(world_size)]
-
-
-def main(argv: list[str] | None = None) -> int:
-    """The `torchrun` entry point: `python -m vanilla_transformer.distributed [options]`.
-
-    Every rank trains; rank 0 prints the loss. With `--out DIR` each rank also writes its
-    losses and final weights to `DIR/rank<r>.pt`.
-
-    Args:
-        argv: the options (default: `sys.argv[1:]`); see `--help`.
-
-    Returns:
-        The exit status, `0`.
-
-    Example:
-        ```console
-        torchrun --standalone --nproc_per_node=2 -m vanilla_transformer.distributed --steps 100
-        ```
-    """
-    d = CopyTaskConfig()
-    parser = argparse.ArgumentParser(
-        prog="torchrun --standalone --nproc_per_node=2 -m vanilla_transformer.distributed",
-        description="Train the copy task with DistributedDataParallel.")
-    parser.add_argument("--steps", type=int, default=d.steps, help="optimizer steps")
-    parser.add_argument("--batch-size", type=int, default=d.batch_size, help="sequences per rank")
-    parser.add_argument("--seed", type=int, default=d.seed)
-    parser.add_argument("--N", type=int, default=d.N)
-    parser.add_argument("--d-model", type=int, default=d.d_model)
-    parser.add_argument("--d-ff", type=int, default=d.d_ff)
-    parser.add_argument("--h", type=int, default=d.h)
-    parser.add_argument("--dropout", type=float, default=d.dropout)
-    parser.add_argument("--warmup", type=int, default=d.warmup)
-    parser.add_argument("--factor", type=float, default=d.factor)
-    parser.add_argument("--backend", choices=("gloo", "nccl"), default=None)
-    parser.add_argument("--threads", type=int, default=1, help="PyTorch threads per rank")
-    parser.add_argument("--out", metavar="DIR", help="write each rank's result to DIR/rank<r>.pt")
-    parser.add_argument("--no-progress", action="store_true")
-    args = parser.parse_args(argv)
-    torch.set_num_threads(args.threads)
-    config = d.replace(steps=args.steps, batch_size=args.batch_size, seed=args.seed, N=args.N,
-                       d_model=args.d_model, d_ff=args.d_ff, h=args.h, dropout=args.dropout,
-                       warmup=args.warmup, factor=args.factor)
-    run = train_distributed(config, backend=args.backend, progress=not args.no_progress)
-    if args.out:
-        os.makedirs(args.out, exist_ok=True)
-        torch.save({"losses": run.losses, "state_dict": run.model.state_dict(),
-                    "train_state": vars(run.train_state)},
-                   os.path.join(args.out, f"rank{run.rank}.pt"))
-    if run.rank == 0:
-        print(f"{run.world_size} ranks ({run.backend}), {config.batch_size} sequences each; "
-              f"final loss: {run.losses[-1]:.6f}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

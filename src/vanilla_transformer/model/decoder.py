@@ -1,16 +1,8 @@
 """The decoder: a stack of `N` identical layers of masked self-attention, attention over the
-encoder output ("source attention") and feed-forward (paper section 3.1, Figure 1 right).
+encoder output and a feed-forward network (paper section 3.1, Figure 1 right).
 
-Shapes: decoder input and output `(batch, tgt_len, d_model)`; `memory` (the encoder output)
-`(batch, src_len, d_model)`; `src_mask` `(batch or 1, 1, src_len)`; `tgt_mask`
-`(batch or 1, tgt_len, tgt_len)`, `True` = may attend.
-
-For incremental decoding the layers accept a list of
-[`KVCache`][vanilla_transformer.attention.KVCache] pairs: the self-attention keys and values grow
-by one position per step, and the source-attention keys and values over `memory` are computed
-once.
-
-Explained on the *Annotated walkthrough* and *Tracing the data flow* pages.
+Decoder input and output `(batch, tgt_len, d_model)`; `memory`, the encoder output,
+`(batch, src_len, d_model)`. Explained on the [Encoder and decoder][encoder-decoder-guide] page.
 """
 
 from __future__ import annotations
@@ -18,11 +10,11 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .attention import KVCache, MultiHeadedAttention, clones
+from .attention import MultiHeadedAttention, clones
+from .cache import KVCache
 from .layers import PositionwiseFeedForward, SublayerConnection, make_layer_norm
-from .masks import as_keep_mask
 
-__all__ = ["DecoderLayer", "Decoder"]
+__all__ = ['DecoderLayer', 'Decoder']
 
 
 class DecoderLayer(nn.Module):
@@ -37,7 +29,7 @@ class DecoderLayer(nn.Module):
         norm_first: pre-norm (`True`, the sources) or post-norm (`False`, the paper).
         layer_norm: LayerNorm flavour, `"annotated"` or `"torch"`.
 
-    Example:
+    Examples:
         >>> layer = DecoderLayer(512, MultiHeadedAttention(8, 512), MultiHeadedAttention(8, 512),
         ...                      PositionwiseFeedForward(512, 2048), dropout=0.1)
         >>> x, memory = torch.randn(2, 7, 512), torch.randn(2, 10, 512)
@@ -98,7 +90,7 @@ class Decoder(nn.Module):
         N: number of layers.
         final_norm: apply a LayerNorm after the last layer (needed by pre-norm stacks).
 
-    Example:
+    Examples:
         >>> layer = DecoderLayer(64, MultiHeadedAttention(4, 64), MultiHeadedAttention(4, 64),
         ...                      PositionwiseFeedForward(64, 128), dropout=0.0)
         >>> Decoder(layer, 2)(torch.randn(3, 5, 64), torch.randn(3, 6, 64), None,
@@ -125,31 +117,10 @@ class Decoder(nn.Module):
     ) -> torch.Tensor:
         """Run `x` `(batch, tgt_len, d_model)` through every layer, attending to `memory`.
 
-        With `cache` (from [`init_cache`][vanilla_transformer.decoder.Decoder.init_cache]), `x`
-        holds only the new positions and `tgt_mask` must cover the cached plus the new key
+        With `cache` (from [`init_cache`][vanilla_transformer.model.decoder.Decoder.init_cache]),
+        `x` holds only the new positions and `tgt_mask` covers the cached and the new key
         positions, `(batch or 1, new_len, cached_len + new_len)`.
-
-        Raises:
-            ValueError: if a mask cannot broadcast to its expected shape, or `memory` has a
-                different batch size.
         """
-        batch, tgt_len = x.size(0), x.size(1)
-        if memory.size(0) != batch:
-            raise ValueError(
-                f"memory batch size {memory.size(0)} differs from the target batch size {batch}"
-            )
-        cached = 0
-        if cache is not None:
-            if len(cache) != len(self.layers):
-                raise ValueError(f"cache has {len(cache)} entries, expected {len(self.layers)}")
-            k = cache[0][0].k
-            cached = 0 if k is None else k.size(2)
-        src_mask = as_keep_mask(
-            src_mask, batch, tgt_len, memory.size(1), "src_mask", none_if_full=True
-        )
-        tgt_mask = as_keep_mask(
-            tgt_mask, batch, tgt_len, cached + tgt_len, "tgt_mask", none_if_full=True
-        )
         for i, layer in enumerate(self.layers):
             x = layer(x, memory, src_mask, tgt_mask, None if cache is None else cache[i])
         return self.norm(x)

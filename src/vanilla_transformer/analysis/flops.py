@@ -31,7 +31,7 @@ $$
 
 The number of heads does not appear: $h$ heads of width $d/h$ cost what one head of width $d$
 costs. Both attention paths of
-[`MultiHeadedAttention`][vanilla_transformer.attention.MultiHeadedAttention] do the same
+[`MultiHeadedAttention`][vanilla_transformer.model.attention.MultiHeadedAttention] do the same
 multiplications, and a fused projection (self-attention's $W^Q, W^K, W^V$, or cross-attention's
 $W^K, W^V$, applied as one `F.linear` with the matrices concatenated) costs what separate ones
 cost. One caveat when measuring: without dropout (evaluation mode, or `dropout=0`) the fast
@@ -52,11 +52,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ._checks import check_positive_int
-from .calculator import Component, _describe, _format_table
-from .config import ModelConfig
+from .._checks import check_positive_int
+from ..model.config import ModelConfig
+from .parameters import Component, _describe, _format_table
 
-__all__ = ["FlopCount", "FLOP_FORMULA", "forward_flops", "forward_flops_for"]
+__all__ = ['FLOP_FORMULA', 'FlopCount', 'forward_flops_for', 'forward_flops']
 
 FLOP_FORMULA = (
     r"F = 4NBd\,\big[(3d + d_{ff})(S + T) + S^2 + ST + T^2\big] + 2BTd\,V_{tgt}"
@@ -73,10 +73,10 @@ class FlopCount:
         batch: sentence pairs per batch.
         src_len: source length `S`.
         tgt_len: target length `T` (decoder input positions, all fed at once).
-        components: one [`Component`][vanilla_transformer.calculator.Component] per line of the
+        components: one [`Component`][vanilla_transformer.analysis.parameters.Component] per line of the
             table in the module notes, `per_block` being one layer's FLOPs.
 
-    Example:
+    Examples:
         >>> fc = forward_flops(11, 11, N=2, batch=1, src_len=10, tgt_len=10)
         >>> fc.total, fc.training_total == 3 * fc.total
         (294942720, True)
@@ -109,7 +109,7 @@ class FlopCount:
     def table(self) -> str:
         """A readable breakdown with the forward and training totals.
 
-        Example:
+        Examples:
             >>> print(forward_flops(11, 11, N=2, batch=1, src_len=10, tgt_len=10).table()
             ...       .splitlines()[-1])
             training step (about 3x forward): 884,828,160 FLOPs
@@ -138,13 +138,13 @@ def forward_flops_for(config: ModelConfig, *, batch: int, src_len: int, tgt_len:
         tgt_len: target length.
 
     Returns:
-        A [`FlopCount`][vanilla_transformer.flops.FlopCount].
+        A [`FlopCount`][vanilla_transformer.analysis.flops.FlopCount].
 
     Raises:
         ValueError: if a length or the batch is not positive, or a length exceeds `max_len`.
         TypeError: if `config` is not a `ModelConfig` or a size is not an int.
 
-    Example:
+    Examples:
         >>> forward_flops_for(ModelConfig(11, 11, N=2), batch=1, src_len=10, tgt_len=10).total
         294942720
     """
@@ -216,14 +216,14 @@ def forward_flops(
         max_len: see `make_model`; the lengths must not exceed it.
 
     Returns:
-        A [`FlopCount`][vanilla_transformer.flops.FlopCount].
+        A [`FlopCount`][vanilla_transformer.analysis.flops.FlopCount].
 
     Raises:
         ValueError: for the same bad arguments as `make_model`, a non-positive batch or
             length, or a length above `max_len`.
         TypeError: for a non-integer size.
 
-    Example:
+    Examples:
         >>> import torch.utils.flop_counter as fc
         >>> model = make_model(7, 9, N=1, d_model=32, d_ff=64, h=4)  # training mode
         >>> src, tgt = torch.randint(0, 7, (2, 5)), torch.randint(0, 9, (2, 3))

@@ -8,7 +8,7 @@ With $P$ parameters and $p$ bytes per element (4 for `float32`, 2 for `bfloat16`
 - **Adam state** $2Pp$: `torch.optim.Adam` keeps `exp_avg` and `exp_avg_sq` for every
   parameter, in the parameter's dtype;
 - **key/value cache** of incremental decoding (see
-  [`Decoder.init_cache`][vanilla_transformer.decoder.Decoder.init_cache]): after $t$ decoder
+  [`Decoder.init_cache`][vanilla_transformer.model.decoder.Decoder.init_cache]): after $t$ decoder
   positions, the self-attention caches hold $2NBtd$ elements (keys and values, growing by one
   position per generated token) and the cross-attention caches $2NBSd$ (computed once from the
   $S$ source positions);
@@ -50,17 +50,11 @@ from typing import Any
 
 import torch
 
-from ._checks import check_positive_int
-from .calculator import Component, _describe, _format_table, parameter_count_for
-from .config import ModelConfig
+from .._checks import check_positive_int
+from ..model.config import ModelConfig
+from .parameters import Component, _describe, _format_table, parameter_count_for
 
-__all__ = [
-    "MemoryEstimate",
-    "dtype_bytes",
-    "format_bytes",
-    "memory_estimate",
-    "memory_estimate_for",
-]
+__all__ = ['dtype_bytes', 'format_bytes', 'MemoryEstimate', 'memory_estimate_for', 'memory_estimate']
 
 _DTYPES = {
     "float32": torch.float32, "fp32": torch.float32, "float": torch.float32,
@@ -94,7 +88,7 @@ def dtype_bytes(dtype: torch.dtype | str) -> int:
     Raises:
         ValueError: for an unknown name. TypeError: for anything else.
 
-    Example:
+    Examples:
         >>> dtype_bytes("bf16"), dtype_bytes(torch.float32), dtype_bytes("torch.float64")
         (2, 4, 8)
     """
@@ -110,7 +104,7 @@ def format_bytes(n: int) -> str:
     Returns:
         The readable size; plain bytes below 1 KiB.
 
-    Example:
+    Examples:
         >>> format_bytes(1536), format_bytes(3 * 2**30), format_bytes(100)
         ('1.5 KiB', '3.0 GiB', '100 B')
     """
@@ -143,7 +137,7 @@ class MemoryEstimate:
         kv_cache_self: self-attention key/value cache after `tgt_len` positions (0 without lengths).
         kv_cache_cross: cross-attention key/value cache over `src_len` positions.
 
-    Example:
+    Examples:
         >>> m = memory_estimate(11, 11, N=2, dtype="bf16")
         >>> m.weights == 2 * m.parameters, m.optimizer_state == 2 * m.weights
         (True, True)
@@ -200,7 +194,7 @@ class MemoryEstimate:
     def table(self) -> str:
         """A readable summary (and the activation breakdown when lengths were given).
 
-        Example:
+        Examples:
             >>> print(memory_estimate(11, 11, N=2).table().splitlines()[4])
             weights                                   58,927,148 B    56.2 MiB
         """
@@ -296,14 +290,14 @@ def memory_estimate_for(
             GPUs (a bool mask), the dtype's size on CPU (where the mask is a float tensor).
 
     Returns:
-        A [`MemoryEstimate`][vanilla_transformer.memory.MemoryEstimate].
+        A [`MemoryEstimate`][vanilla_transformer.analysis.memory.MemoryEstimate].
 
     Raises:
         ValueError: for a non-positive batch, length or `mask_bytes`, only one of the two
             lengths, or an unknown dtype name.
         TypeError: if `config` is not a `ModelConfig`.
 
-    Example:
+    Examples:
         >>> m = memory_estimate_for(ModelConfig(11, 11, N=2), batch=2, src_len=10, tgt_len=9)
         >>> m.kv_cache_self == 2 * 2 * 2 * 9 * 512 * 4, m.kv_cache_cross == 2 * 2 * 2 * 10 * 512 * 4
         (True, True)
@@ -356,7 +350,7 @@ def memory_estimate(
     """Memory estimate for the model `make_model` builds with the same arguments.
 
     Weights, gradients and Adam state are exact for the given dtype; the key/value cache is
-    exact for [`Decoder.init_cache`][vanilla_transformer.decoder.Decoder.init_cache]; the
+    exact for [`Decoder.init_cache`][vanilla_transformer.model.decoder.Decoder.init_cache]; the
     activations are an estimate (see the module notes for what is counted and the source of the
     formula). Heads and dropout matter only to the activations.
 
@@ -381,14 +375,14 @@ def memory_estimate(
         max_len: see `make_model` (sets the buffer size).
 
     Returns:
-        A [`MemoryEstimate`][vanilla_transformer.memory.MemoryEstimate].
+        A [`MemoryEstimate`][vanilla_transformer.analysis.memory.MemoryEstimate].
 
     Raises:
         ValueError: for the same bad arguments as `make_model`, a non-positive batch or length,
             or an unknown dtype name.
         TypeError: for a non-integer size or a dtype of the wrong type.
 
-    Example:
+    Examples:
         >>> m = memory_estimate(11, 11, N=2)
         >>> m.training_total == 4 * m.weights + m.buffers  # weights, grads, two Adam states
         True

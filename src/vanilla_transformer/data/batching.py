@@ -1,11 +1,11 @@
-"""Batches of source and target ids with their masks, padding, and the copy-task data.
+r"""Batches of source and target ids with their masks, padding, and the copy-task data.
 
-A [`Batch`][vanilla_transformer.batching.Batch] splits the target into the decoder input `tgt`
+A [`Batch`][vanilla_transformer.data.batching.Batch] splits the target into the decoder input `tgt`
 (every token but the last) and the tokens to predict `tgt_y` (every token but the first), and
 builds both masks. Padding is on the **right**.
 
 !!! warning "The copy task's start symbol"
-    [`data_gen`][vanilla_transformer.batching.data_gen] follows the sources: every sequence starts
+    [`data_gen`][vanilla_transformer.data.copy_task.data_gen] follows the sources: every sequence starts
     with the symbol `1`, the other tokens are drawn from `1..V-1`, and the padding id is `0`. The
     decoder is therefore trained to start from `1`, so greedy decoding must be given
     `start_symbol=1`. Some versions of the source code decode from `start_symbol=0`, which is the
@@ -16,14 +16,14 @@ Explained on the *Source code exploration* page.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import torch
 
-from ._checks import INTEGER_DTYPES, check_positive_int
-from .masks import padding_mask, subsequent_mask
+from .._checks import INTEGER_DTYPES
+from ..model.masks import padding_mask, subsequent_mask
 
-__all__ = ["Batch", "data_gen", "pad_sequences", "collate_batch"]
+__all__ = ['Batch', 'pad_sequences', 'collate_batch']
 
 def _check_ids(name: str, x: torch.Tensor) -> None:
     if not isinstance(x, torch.Tensor):
@@ -57,7 +57,7 @@ class Batch:
         ValueError: if they are not 2-D, their batch sizes differ, or `tgt` has fewer than two
             positions.
 
-    Example:
+    Examples:
         >>> b = Batch(torch.tensor([[1, 5, 6, 0]]), torch.tensor([[1, 5, 6, 0]]), pad=0)
         >>> b.tgt.tolist(), b.tgt_y.tolist(), int(b.ntokens)
         ([[1, 5, 6]], [[5, 6, 0]], 2)
@@ -97,7 +97,7 @@ class Batch:
             A bool mask `(batch, tgt_len, tgt_len)`: query `i` may attend to key `j` when
             `j <= i` and `tgt[:, j]` is not padding.
 
-        Example:
+        Examples:
             >>> Batch.make_std_mask(torch.tensor([[1, 7, 0]]), pad=0).int()
             tensor([[[1, 0, 0],
                      [1, 1, 0],
@@ -120,55 +120,6 @@ class Batch:
         return f"Batch(src={tuple(self.src.shape)}{tgt}, pad={self.pad})"
 
 
-def data_gen(
-    V: int,
-    batch_size: int,
-    nbatches: int,
-    *,
-    seq_len: int = 10,
-    seed: int | None = None,
-    generator: torch.Generator | None = None,
-) -> Iterator[Batch]:
-    """Random batches for the copy task: the target is the source.
-
-    Every sequence starts with the start symbol `1`; the other `seq_len - 1` tokens are drawn
-    uniformly from `1..V-1`, so no token is padding (`pad=0`).
-
-    Args:
-        V: vocabulary size, at least 2.
-        batch_size: sequences per batch.
-        nbatches: number of batches.
-        seq_len: length of every sequence, start symbol included.
-        seed: seed for a private random generator, for reproducible data. Ignored when
-            `generator` is given.
-        generator: a `torch.Generator` to draw from. With neither, the global generator is used,
-            as in the sources.
-
-    Yields:
-        [`Batch`][vanilla_transformer.batching.Batch]es with `pad=0` and `src == tgt`.
-
-    Raises:
-        ValueError: if `V < 2` or a size is not positive.
-
-    Example:
-        >>> batches = list(data_gen(11, batch_size=2, nbatches=3, seed=0))
-        >>> len(batches), batches[0].src.shape, batches[0].src[:, 0].tolist()
-        (3, torch.Size([2, 10]), [1, 1])
-    """
-    check_positive_int("V", V)
-    if V < 2:
-        raise ValueError(f"V must be at least 2 (the start symbol 1 and padding 0), got {V}")
-    check_positive_int("batch_size", batch_size)
-    check_positive_int("nbatches", nbatches)
-    check_positive_int("seq_len", seq_len)
-    if generator is None and seed is not None:
-        generator = torch.Generator().manual_seed(seed)
-    for _ in range(nbatches):
-        data = torch.randint(1, V, size=(batch_size, seq_len), generator=generator)
-        data[:, 0] = 1
-        yield Batch(data, data.clone(), pad=0)
-
-
 def pad_sequences(sequences: Sequence[Sequence[int] | torch.Tensor], pad: int) -> torch.Tensor:
     """Right-pad sequences of different lengths into one `(batch, max_len)` tensor of ids.
 
@@ -182,7 +133,7 @@ def pad_sequences(sequences: Sequence[Sequence[int] | torch.Tensor], pad: int) -
     Raises:
         ValueError: if `sequences` is empty or an item is not 1-D.
 
-    Example:
+    Examples:
         >>> pad_sequences([[5, 6, 7], [8]], pad=0).tolist()
         [[5, 6, 7], [8, 0, 0]]
     """
@@ -216,10 +167,10 @@ def collate_batch(
         eos: if given, appended to every target.
 
     Returns:
-        A [`Batch`][vanilla_transformer.batching.Batch]; each target must then hold at least two
+        A [`Batch`][vanilla_transformer.data.batching.Batch]; each target must then hold at least two
         tokens, the start symbol included.
 
-    Example:
+    Examples:
         >>> b = collate_batch([([4, 5, 6], [7, 8]), ([4], [9])], pad=0, bos=1, eos=2)
         >>> b.src.tolist(), b.tgt.tolist(), b.tgt_y.tolist()
         ([[4, 5, 6], [4, 0, 0]], [[1, 7, 8], [1, 9, 2]], [[7, 8, 2], [9, 2, 0]])

@@ -21,8 +21,8 @@ $$
 The sinusoidal positional-encoding tables (section 3.5) are buffers, not parameters: they are
 reported beside the count (`2 * max_len * d_model` numbers, one table per embedding), never in it.
 
-[`parameter_count`][vanilla_transformer.calculator.parameter_count] evaluates the formula without
-building anything; [`count_parameters`][vanilla_transformer.calculator.count_parameters] counts
+[`parameter_count`][vanilla_transformer.analysis.parameters.parameter_count] evaluates the formula without
+building anything; [`count_parameters`][vanilla_transformer.analysis.parameters.count_parameters] counts
 the tensors of a real module. The two agree for every configuration (a property test checks it).
 The FLOP and memory estimates live in [`flops`][vanilla_transformer.flops] and
 [`memory`][vanilla_transformer.memory] and can also be imported from here.
@@ -32,26 +32,15 @@ Explained on the *Parameter calculator* guide page.
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from typing import Any
 
 from torch import nn
 
-from ._checks import check_non_negative_int, check_positive_int
-from .config import ModelConfig
+from .._checks import check_non_negative_int, check_positive_int
+from ..model.config import ModelConfig
 
-__all__ = [
-    "Component",
-    "ParameterCount",
-    "ModuleCount",
-    "PARAMETER_FORMULA",
-    "parameter_count",
-    "parameter_count_for",
-    "count_parameters",
-    "source_terms",
-    "source_closed_form",
-]
+__all__ = ['PARAMETER_FORMULA', 'Component', 'ParameterCount', 'parameter_count_for', 'parameter_count', 'ModuleCount', 'count_parameters', 'source_terms', 'source_closed_form']
 
 PARAMETER_FORMULA = (
     r"P = N\,(12d^2 + 4d\,d_{ff} + 2d_{ff} + 24d) + 4fd + V_{src}\,d"
@@ -73,7 +62,7 @@ class Component:
         blocks: how many such blocks the model has.
         note: a short remark shown in tables (e.g. which component holds a shared matrix).
 
-    Example:
+    Examples:
         >>> Component("attention", per_block=10, blocks=3).subtotal
         30
     """
@@ -141,7 +130,7 @@ class ParameterCount:
         buffers: elements of the positional-encoding tables (two of `max_len * d_model`), which
             the model saves but never trains; not part of `total`.
 
-    Example:
+    Examples:
         >>> pc = parameter_count(11, 11, N=2)
         >>> pc.total, pc.attention.blocks, pc.attention.per_block
         (14731787, 6, 1050624)
@@ -198,7 +187,7 @@ class ParameterCount:
     def formula(self) -> str:
         r"""The closed form for this configuration's options, as LaTeX (symbolic in the sizes).
 
-        Example:
+        Examples:
             >>> parameter_count(11, 11, N=2, tie_weights=True, generator_bias=False).formula
             'P = N\\,(12d^2 + 4d\\,d_{ff} + 2d_{ff} + 24d) + 4d + V\\,d'
         """
@@ -219,7 +208,7 @@ class ParameterCount:
     def table(self) -> str:
         """A readable breakdown: one line per component, the total, and the buffers.
 
-        Example:
+        Examples:
             >>> print(parameter_count(11, 11, N=2).table().splitlines()[-1])
             positional-encoding buffers (saved, not trained): 5,120,000
         """
@@ -242,12 +231,12 @@ def parameter_count_for(config: ModelConfig) -> ParameterCount:
         config: the configuration.
 
     Returns:
-        A [`ParameterCount`][vanilla_transformer.calculator.ParameterCount].
+        A [`ParameterCount`][vanilla_transformer.analysis.parameters.ParameterCount].
 
     Raises:
         TypeError: if `config` is not a `ModelConfig`.
 
-    Example:
+    Examples:
         >>> parameter_count_for(ModelConfig(11, 11, N=2)).total
         14731787
     """
@@ -309,14 +298,14 @@ def parameter_count(
         max_len: positional-table length (counted in `buffers` only).
 
     Returns:
-        A [`ParameterCount`][vanilla_transformer.calculator.ParameterCount].
+        A [`ParameterCount`][vanilla_transformer.analysis.parameters.ParameterCount].
 
     Raises:
         ValueError: for the same bad arguments as `make_model` (see
-            [`ModelConfig`][vanilla_transformer.config.ModelConfig]).
+            [`ModelConfig`][vanilla_transformer.model.config.ModelConfig]).
         TypeError: for a non-integer size.
 
-    Example:
+    Examples:
         >>> pc = parameter_count(11, 11, N=2)
         >>> pc.total == sum(p.numel() for p in make_model(11, 11, N=2).parameters())
         True
@@ -378,12 +367,12 @@ def count_parameters(module: nn.Module) -> ModuleCount:
         module: any `nn.Module`.
 
     Returns:
-        A [`ModuleCount`][vanilla_transformer.calculator.ModuleCount].
+        A [`ModuleCount`][vanilla_transformer.analysis.parameters.ModuleCount].
 
     Raises:
         TypeError: if `module` is not an `nn.Module`.
 
-    Example:
+    Examples:
         >>> model = make_model(11, 11, N=1, d_model=32, d_ff=64, h=4, tie_weights=True)
         >>> counts = count_parameters(model)
         >>> counts.total == parameter_count(11, 11, N=1, d_model=32, d_ff=64, h=4,
@@ -440,7 +429,7 @@ def source_terms(d_model: int = 512, vocab: int = 0) -> dict[str, int]:
     Raises:
         ValueError: if `d_model` is not positive or `vocab` is negative.
 
-    Example:
+    Examples:
         >>> source_terms(512, 0)
         {'attention': 18911232, 'feed_forward': 25196544, 'layer_norm': 32768, 'embedding': 0}
     """
@@ -457,7 +446,7 @@ def source_terms(d_model: int = 512, vocab: int = 0) -> dict[str, int]:
 def source_closed_form(d_model: int = 512, vocab: int = 0) -> int:
     """The source's total $168d^2 + 196d + vocab \\cdot d$ (source 000, section 5.5).
 
-    It is the sum of [`source_terms`][vanilla_transformer.calculator.source_terms]. It counts the
+    It is the sum of [`source_terms`][vanilla_transformer.analysis.parameters.source_terms]. It counts the
     model only when the embeddings and the generator are tied **and** the generator has no bias,
     with `N = 6` and `d_ff = 4 d`. The sources' own `make_model` ties nothing and keeps the bias,
     so it has $2 \\cdot vocab \\cdot d + vocab$ parameters more (a second embedding matrix, the
@@ -473,7 +462,7 @@ def source_closed_form(d_model: int = 512, vocab: int = 0) -> int:
     Raises:
         ValueError: if `d_model` is not positive or `vocab` is negative.
 
-    Example:
+    Examples:
         >>> v, d = 37000, 512
         >>> source_closed_form(d, v) == 168 * d**2 + 196 * d + v * d
         True
@@ -484,18 +473,3 @@ def source_closed_form(d_model: int = 512, vocab: int = 0) -> int:
         True
     """
     return sum(source_terms(d_model, vocab).values())
-
-
-# The FLOP and memory estimates are importable from here too (loaded on first use, so that
-# importing this module stays light and the modules below can import this one).
-_ELSEWHERE = {
-    "FlopCount": "flops", "forward_flops": "flops", "forward_flops_for": "flops",
-    "MemoryEstimate": "memory", "memory_estimate": "memory", "memory_estimate_for": "memory",
-    "dtype_bytes": "memory",
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _ELSEWHERE:
-        return getattr(importlib.import_module(f".{_ELSEWHERE[name]}", __package__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,236 @@
+r"""The copy task: train a small Transformer to output its input, and check it with greedy decoding.
+
+The task is the Annotated Transformer's first experiment and the quickest end-to-end test of a
+Transformer implementation: random sequences from
+[`data_gen`][vanilla_transformer.data.copy_task.data_gen] (start symbol `1`, tokens `1..vocab-1`,
+padding `0`), the target equal to the source. Training uses the paper's optimizer settings
+(section 5.3: Adam with $\beta_1 = 0.9$, $\beta_2 = 0.98$, $\epsilon = 10^{-9}$ and the warm-up
+schedule [`rate`][vanilla_transformer.training.schedule.rate]), scaled down to a model that trains in
+well under a minute on a laptop CPU.
+
+The trained model is judged by **exact match**: the share of 100 held-out sequences (drawn with
+a different seed from the training data) that greedy decoding, started from the start symbol
+`1`, reproduces token for token.
+
+The command line's `copy-task` subcommand (see [`register`][vanilla_transformer.cli.copy_task.register])
+trains, reports the loss and the exact match, and saves or loads the model.
+
+Explained on the *Training the copy task* page.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import torch
+
+from .._checks import check_non_negative_int, check_positive_int
+from ..data.copy_task import START_SYMBOL, heldout_sequences
+from ..training.checkpoints import load_checkpoint, save_checkpoint
+from ..training.copy_task import CopyTaskConfig, exact_match, train_copy_model
+from ..training.loop import TrainState
+
+__all__ = ['register', 'run_copy_task', 'main']
+
+
+# ---------------------------------------------------------------------------------------------
+# command line
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    d = CopyTaskConfig()
+    model = parser.add_argument_group("model")
+    model.add_argument("--N", type=int, default=d.N,
+                       help="layers per stack (default %(default)s)")
+    model.add_argument("--d-model", type=int, default=d.d_model,
+                       help="model width (default %(default)s)")
+    model.add_argument("--d-ff", type=int, default=d.d_ff,
+                       help="feed-forward width (default %(default)s)")
+    model.add_argument("--h", type=int, default=d.h, help="attention heads (default %(default)s)")
+    model.add_argument("--dropout", type=float, default=d.dropout,
+                       help="dropout (default %(default)s)")
+    data = parser.add_argument_group("data")
+    data.add_argument("--vocab", type=int, default=d.vocab,
+                      help="vocabulary size (default %(default)s)")
+    data.add_argument("--seq-len", type=int, default=d.seq_len,
+                      help="sequence length, start symbol included (default %(default)s)")
+    train = parser.add_argument_group("training")
+    train.add_argument("--seed", type=int, default=d.seed, help="random seed (default %(default)s)")
+    train.add_argument("--steps", type=int, default=d.steps, help="optimizer steps (default %(default)s)")
+    train.add_argument("--batch-size", type=int, default=d.batch_size,
+                       help="sequences per batch (default %(default)s)")
+    train.add_argument("--accum-iter", type=int, default=d.accum_iter,
+                       help="batches per optimizer step (default %(default)s)")
+    train.add_argument("--warmup", type=int, default=d.warmup,
+                       help="learning-rate warm-up steps (default %(default)s)")
+    train.add_argument("--factor", type=float, default=d.factor,
+                       help="learning-rate scale (default %(default)s)")
+    train.add_argument("--smoothing", type=float, default=d.smoothing,
+                       help="label smoothing (default %(default)s)")
+    train.add_argument("--threads", type=int, default=1,
+                       help="CPU threads for PyTorch (default %(default)s: the model is small, so "
+                       "more threads mostly add overhead)")
+    run = parser.add_argument_group("evaluation and files")
+    run.add_argument("--eval-size", type=int, default=100,
+                     help="held-out sequences to decode (default %(default)s)")
+    run.add_argument("--eval-seed", type=int, default=None,
+                     help="seed of the held-out sequences (default: --seed plus 1)")
+    run.add_argument("--examples", type=int, default=3,
+                     help="decoded examples to print (default %(default)s)")
+    run.add_argument("--save", metavar="PATH", help="save the trained model to PATH")
+    run.add_argument("--load", metavar="PATH",
+                     help="load a model saved with --save instead of training one")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add the `copy-task` subcommand to a command line.
+
+    The subcommand's handler is stored as the parser default `handler` (the convention of
+    [`cli`][vanilla_transformer.cli]): after `args = parser.parse_args()`, call
+    `args.handler(args)`; it returns the exit status.
+
+    Args:
+        subparsers: the object returned by `parser.add_subparsers()`.
+
+    Returns:
+        The subcommand's parser.
+
+    Examples:
+        >>> import argparse
+        >>> from vanilla_transformer.cli.copy_task import register
+        >>> parser = argparse.ArgumentParser(prog="vanilla-transformer")
+        >>> _ = register(parser.add_subparsers(dest="command"))
+        >>> args = parser.parse_args(["copy-task", "--seed", "3", "--no-progress"])
+        >>> args.seed, args.steps, args.handler.__name__
+        (3, 400, 'run_copy_task')
+    """
+    parser = subparsers.add_parser(
+        "copy-task",
+        help="train a small model to copy random sequences and report its exact match",
+        description=(
+            "Train a small Transformer on the copy task (random sequences, start symbol 1, "
+            "padding 0), report the loss, and greedy-decode held-out sequences drawn with "
+            "another seed. Prints 'exact match: X%%' at the end."
+        ),
+    )
+    _add_arguments(parser)
+    parser.set_defaults(handler=run_copy_task)
+    return parser
+
+
+def _config_from_args(args: argparse.Namespace) -> CopyTaskConfig:
+    return CopyTaskConfig(
+        vocab=args.vocab, seq_len=args.seq_len, N=args.N, d_model=args.d_model, d_ff=args.d_ff,
+        h=args.h, dropout=args.dropout, batch_size=args.batch_size, steps=args.steps,
+        accum_iter=args.accum_iter, warmup=args.warmup, factor=args.factor,
+        smoothing=args.smoothing, seed=args.seed,
+    )
+
+
+def run_copy_task(args: argparse.Namespace) -> int:
+    """The `copy-task` subcommand: train (or load), evaluate, report, and optionally save.
+
+    Args:
+        args: the parsed options of the subcommand (see
+            [`register`][vanilla_transformer.cli.copy_task.register]).
+
+    Returns:
+        The exit status, `0`.
+
+    Raises:
+        ValueError: for an invalid option value.
+
+    Examples:
+        >>> import argparse
+        >>> from vanilla_transformer.cli.copy_task import register, run_copy_task
+        >>> parser = argparse.ArgumentParser()
+        >>> _ = register(parser.add_subparsers())
+        >>> args = parser.parse_args(["copy-task", "--steps", "2", "--N", "1", "--d-model", "16",
+        ...                           "--d-ff", "32", "--examples", "0", "--no-progress"])
+        >>> run_copy_task(args)  # doctest: +ELLIPSIS
+        copy task: vocab 11, seq_len 10; model N=1 d_model=16 h=4 d_ff=32; 2 steps of 64 ...
+        step     1/2  loss ...
+        step     2/2  loss ...
+        final loss: ...
+        exact match: ...% (.../100 held-out sequences, seed 1, greedy decoding from start symbol 1)
+        0
+    """
+    check_positive_int("--threads", args.threads)
+    check_positive_int("--eval-size", args.eval_size)
+    check_non_negative_int("--examples", args.examples)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(args.threads)
+    try:
+        return _run(args)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.load:
+        model, meta = load_checkpoint(args.load)
+        # the task's sizes come from the file when it has them, else from the options
+        config = CopyTaskConfig(**meta["task"]) if "task" in meta else _config_from_args(args)
+        print(f"loaded {args.load}: N={config.N} d_model={config.d_model} h={config.h} "
+              f"d_ff={config.d_ff}, trained {meta.get('steps', '?')} steps with seed "
+              f"{meta.get('seed', '?')}")
+        seed = meta.get("seed", config.seed)
+    else:
+        config = _config_from_args(args)
+        print(f"copy task: vocab {config.vocab}, seq_len {config.seq_len}; model N={config.N} "
+              f"d_model={config.d_model} h={config.h} d_ff={config.d_ff}; {config.steps} steps "
+              f"of {config.batch_size * config.accum_iter} sequences; seed {config.seed}",
+              flush=True)
+        every = max(1, config.steps // 5)
+
+        def report(state: TrainState, loss: float) -> None:
+            if args.no_progress and (state.accum_step % every == 0 or state.accum_step == 1):
+                print(f"step {state.accum_step:5d}/{config.steps}  loss {loss:.4f}", flush=True)
+
+        run = train_copy_model(config, progress=not args.no_progress, on_step=report)
+        model, seed = run.model, config.seed
+        n_params = sum(p.numel() for p in model.parameters())
+        print(f"final loss: {run.final_loss:.6f} (mean per token, last step); "
+              f"{n_params:,} parameters trained in {run.seconds:.1f} s")
+        if args.save:
+            save_checkpoint(args.save, model, task=config.to_dict(), seed=config.seed,
+                            steps=config.steps, final_loss=run.final_loss)
+            print(f"saved model to {args.save}")
+    eval_seed = seed + 1 if args.eval_seed is None else args.eval_seed
+    src = heldout_sequences(args.eval_size, vocab=config.vocab, seq_len=config.seq_len,
+                            seed=eval_seed)
+    accuracy, decoded = exact_match(model, src)
+    for i in range(min(args.examples, src.size(0))):
+        mark = "ok" if torch.equal(decoded[i], src[i]) else "WRONG"
+        print(f"  {src[i].tolist()} -> {decoded[i].tolist()}  {mark}")
+    hits = int(round(accuracy * src.size(0)))
+    print(f"exact match: {100 * accuracy:.1f}% ({hits}/{src.size(0)} held-out sequences, "
+          f"seed {eval_seed}, greedy decoding from start symbol {START_SYMBOL})")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the `copy-task` subcommand on its own: `python -m vanilla_transformer.cli.copy_task`.
+
+    Args:
+        argv: the options (default: `sys.argv[1:]`).
+
+    Returns:
+        The exit status of [`run_copy_task`][vanilla_transformer.cli.copy_task.run_copy_task].
+
+    Examples:
+        ```console
+        python -m vanilla_transformer.cli.copy_task --seed 1 --save copy.pt
+        python -m vanilla_transformer.cli.copy_task --load copy.pt
+        ```
+    """
+    parser = argparse.ArgumentParser(prog="python -m vanilla_transformer.cli.copy_task",
+                                     description="Train and evaluate the copy task.")
+    _add_arguments(parser)
+    args = parser.parse_args(argv)
+    return run_copy_task(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

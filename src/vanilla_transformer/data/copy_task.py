@@ -1,0 +1,113 @@
+r"""The copy task: train a small Transformer to output its input, and check it with greedy decoding.
+
+The task is the Annotated Transformer's first experiment and the quickest end-to-end test of a
+Transformer implementation: random sequences from
+[`data_gen`][vanilla_transformer.data.copy_task.data_gen] (start symbol `1`, tokens `1..vocab-1`,
+padding `0`), the target equal to the source. Training uses the paper's optimizer settings
+(section 5.3: Adam with $\beta_1 = 0.9$, $\beta_2 = 0.98$, $\epsilon = 10^{-9}$ and the warm-up
+schedule [`rate`][vanilla_transformer.training.schedule.rate]), scaled down to a model that trains in
+well under a minute on a laptop CPU.
+
+The trained model is judged by **exact match**: the share of 100 held-out sequences (drawn with
+a different seed from the training data) that greedy decoding, started from the start symbol
+`1`, reproduces token for token.
+
+The command line's `copy-task` subcommand (see [`register`][vanilla_transformer.cli.copy_task.register])
+trains, reports the loss and the exact match, and saves or loads the model.
+
+Explained on the *Training the copy task* page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import torch
+
+from .._checks import check_positive_int
+from .batching import Batch
+
+__all__ = ['START_SYMBOL', 'PAD', 'heldout_sequences', 'data_gen']
+
+START_SYMBOL = 1
+"""The first token of every copy-task sequence, and so the first decoder input."""
+PAD = 0
+"""The padding id of the copy task (no generated sequence contains it)."""
+
+
+def heldout_sequences(
+    n: int = 100, *, vocab: int = 11, seq_len: int = 10, seed: int = 1
+) -> torch.Tensor:
+    """Copy-task sequences for evaluation, drawn with their own seed.
+
+    Pick a `seed` different from the training seed (the command line uses the training seed
+    plus one) so the held-out sequences come from a different random stream.
+
+    Args:
+        n: number of sequences.
+        vocab: vocabulary size.
+        seq_len: sequence length, start symbol included.
+        seed: seed of the private random generator.
+
+    Returns:
+        Token ids `(n, seq_len)`, each row starting with the start symbol `1`.
+
+    Raises:
+        ValueError: if `n`, `vocab` or `seq_len` is out of range.
+
+    Examples:
+        >>> from vanilla_transformer.data import heldout_sequences
+        >>> heldout_sequences(3, seq_len=5).shape
+        torch.Size([3, 5])
+    """
+    check_positive_int("n", n)
+    return next(data_gen(vocab, n, 1, seq_len=seq_len, seed=seed)).src
+
+
+def data_gen(
+    V: int,
+    batch_size: int,
+    nbatches: int,
+    *,
+    seq_len: int = 10,
+    seed: int | None = None,
+    generator: torch.Generator | None = None,
+) -> Iterator[Batch]:
+    """Random batches for the copy task: the target is the source.
+
+    Every sequence starts with the start symbol `1`; the other `seq_len - 1` tokens are drawn
+    uniformly from `1..V-1`, so no token is padding (`pad=0`).
+
+    Args:
+        V: vocabulary size, at least 2.
+        batch_size: sequences per batch.
+        nbatches: number of batches.
+        seq_len: length of every sequence, start symbol included.
+        seed: seed for a private random generator, for reproducible data. Ignored when
+            `generator` is given.
+        generator: a `torch.Generator` to draw from. With neither, the global generator is used,
+            as in the sources.
+
+    Yields:
+        [`Batch`][vanilla_transformer.data.batching.Batch]es with `pad=0` and `src == tgt`.
+
+    Raises:
+        ValueError: if `V < 2` or a size is not positive.
+
+    Examples:
+        >>> batches = list(data_gen(11, batch_size=2, nbatches=3, seed=0))
+        >>> len(batches), batches[0].src.shape, batches[0].src[:, 0].tolist()
+        (3, torch.Size([2, 10]), [1, 1])
+    """
+    check_positive_int("V", V)
+    if V < 2:
+        raise ValueError(f"V must be at least 2 (the start symbol 1 and padding 0), got {V}")
+    check_positive_int("batch_size", batch_size)
+    check_positive_int("nbatches", nbatches)
+    check_positive_int("seq_len", seq_len)
+    if generator is None and seed is not None:
+        generator = torch.Generator().manual_seed(seed)
+    for _ in range(nbatches):
+        data = torch.randint(1, V, size=(batch_size, seq_len), generator=generator)
+        data[:, 0] = 1
+        yield Batch(data, data.clone(), pad=0)

@@ -1,0 +1,13 @@
+"""Inference: greedy decoding and beam search, both with the key/value cache."""
+
+from .greedy import embed_last_position, greedy_decode
+from .beam import Hypothesis, length_penalty, sequence_log_prob, beam_search
+
+__all__ = [
+    "embed_last_position",
+    "greedy_decode",
+    "Hypothesis",
+    "length_penalty",
+    "sequence_log_prob",
+    "beam_search",
+]

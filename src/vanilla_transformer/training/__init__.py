@@ -1,0 +1,40 @@
+"""Training: the learning-rate schedule, label smoothing, the epoch loop, checkpoints,
+the copy task and distributed training.
+"""
+
+from .schedule import rate, make_optimizer
+from .loss import LabelSmoothing, SimpleLossCompute
+from .loop import MODES, TrainState, run_epoch
+from .checkpoints import CHECKPOINT_FORMAT, save_checkpoint, load_checkpoint
+from .copy_task import CopyTaskConfig, CopyTaskRun, train_copy_model, exact_match
+from .distributed import (
+    default_backend,
+    shard_batches,
+    DistributedRun,
+    train_distributed,
+    free_port,
+    run_local,
+)
+
+__all__ = [
+    "rate",
+    "make_optimizer",
+    "LabelSmoothing",
+    "SimpleLossCompute",
+    "MODES",
+    "TrainState",
+    "run_epoch",
+    "CHECKPOINT_FORMAT",
+    "save_checkpoint",
+    "load_checkpoint",
+    "CopyTaskConfig",
+    "CopyTaskRun",
+    "train_copy_model",
+    "exact_match",
+    "default_backend",
+    "shard_batches",
+    "DistributedRun",
+    "train_distributed",
+    "free_port",
+    "run_local",
+]

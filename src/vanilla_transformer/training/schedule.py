@@ -1,0 +1,124 @@
+r"""Training: the learning-rate schedule, label smoothing, the loss and the epoch loop (paper
+section 5.3 "Optimizer" and section 5.4 "Regularization").
+
+- [`rate`][vanilla_transformer.training.schedule.rate] is the warm-up schedule of section 5.3,
+  $lrate = factor \cdot d_{model}^{-0.5} \cdot \min(step^{-0.5}, step \cdot warmup^{-1.5})$,
+  written to be used with `torch.optim.lr_scheduler.LambdaLR`.
+- [`LabelSmoothing`][vanilla_transformer.training.loss.LabelSmoothing] is the KL-divergence loss
+  against a smoothed target distribution (section 5.4, $\epsilon_{ls} = 0.1$ in the paper).
+- [`SimpleLossCompute`][vanilla_transformer.training.loss.SimpleLossCompute] applies the generator
+  and the criterion to a batch of decoder states.
+- [`run_epoch`][vanilla_transformer.training.loop.run_epoch] runs one pass over the data, with
+  gradient accumulation, and keeps counts in a
+  [`TrainState`][vanilla_transformer.training.loop.TrainState].
+
+These follow the Annotated Transformer's training code with its known problems fixed: the label
+smoothing loss is never NaN where the model gives a log-probability of $-\infty$ to a token the
+target rules out (padding rows included); gradient accumulation divides by the number of tokens
+of the whole accumulation window, so the accumulated gradient is the gradient of the mean loss
+over the combined batch; the optimizer and the scheduler step once per window, the last
+incomplete window included; and no argument has a mutable default.
+
+Explained on the *Training the copy task* page.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from .._checks import check_positive_int
+
+__all__ = ['rate', 'make_optimizer']
+
+
+def _check_positive_number(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a positive number, got {value!r} ({type(value).__name__})")
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a positive finite number, got {value}")
+    return float(value)
+
+
+def rate(step: int, model_size: int, factor: float, warmup: int) -> float:
+    r"""The learning rate of paper section 5.3 at optimizer step `step`.
+
+    $$lrate = factor \cdot d_{model}^{-0.5} \cdot \min(step^{-0.5},\ step \cdot warmup^{-1.5})$$
+
+    It grows linearly for the first `warmup` steps and then decays with the inverse square root
+    of the step; the peak, at `step == warmup`, is `factor / sqrt(model_size * warmup)`.
+    `torch.optim.lr_scheduler.LambdaLR` calls its function with step `0` before the first
+    update, where the formula would divide by zero: step `0` is treated as step `1`. Give the
+    optimizer a base learning rate of `1.0` so that `LambdaLR`'s multiplier *is* the rate.
+
+    Args:
+        step: the optimizer step, an int >= 0.
+        model_size: `d_model`.
+        factor: a constant scale (the paper uses 1).
+        warmup: number of warm-up steps (the paper uses 4000).
+
+    Returns:
+        The learning rate, a float.
+
+    Raises:
+        TypeError: if an argument has the wrong type.
+        ValueError: if `step` is negative, or `model_size`, `factor` or `warmup` is not positive.
+
+    Examples:
+        >>> from vanilla_transformer.training import rate
+        >>> round(rate(4000, model_size=512, factor=1.0, warmup=4000), 7)
+        0.0006988
+        >>> rate(0, 512, 1.0, 4000) == rate(1, 512, 1.0, 4000)
+        True
+        >>> opt = torch.optim.Adam(nn.Linear(2, 2).parameters(), lr=1.0, betas=(0.9, 0.98))
+        >>> sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: rate(s, 512, 1.0, 4000))
+        >>> opt.param_groups[0]["lr"] == rate(0, 512, 1.0, 4000)
+        True
+    """
+    if isinstance(step, bool) or not isinstance(step, int):
+        raise TypeError(f"step must be an int, got {step!r} ({type(step).__name__})")
+    if step < 0:
+        raise ValueError(f"step must be >= 0, got {step}")
+    check_positive_int("model_size", model_size)
+    factor = _check_positive_number("factor", factor)
+    check_positive_int("warmup", warmup)
+    step = max(step, 1)  # LambdaLR starts at step 0, where step ** -0.5 is undefined
+    return factor * model_size**-0.5 * min(step**-0.5, step * warmup**-1.5)
+
+
+def make_optimizer(
+    model: nn.Module, d_model: int, *, factor: float = 1.0, warmup: int = 4000
+) -> tuple[torch.optim.Adam, torch.optim.lr_scheduler.LambdaLR]:
+    r"""The paper's optimizer (section 5.3): Adam with $\beta_1 = 0.9$, $\beta_2 = 0.98$,
+    $\epsilon = 10^{-9}$, and the [`rate`][vanilla_transformer.training.schedule.rate] schedule.
+
+    The optimizer's base learning rate is `1.0`, so the scheduler's multiplier is the learning
+    rate itself. Call `scheduler.step()` after every `optimizer.step()`
+    ([`run_epoch`][vanilla_transformer.training.loop.run_epoch] does).
+
+    Args:
+        model: the module whose parameters to train.
+        d_model: the model width used by the schedule.
+        factor: the schedule's scale.
+        warmup: the schedule's warm-up steps.
+
+    Returns:
+        `(optimizer, scheduler)`.
+
+    Raises:
+        ValueError: if `d_model`, `factor` or `warmup` is not positive.
+
+    Examples:
+        >>> from vanilla_transformer.training import make_optimizer, rate
+        >>> optimizer, scheduler = make_optimizer(nn.Linear(4, 4), d_model=512, warmup=4000)
+        >>> optimizer.param_groups[0]["lr"] == rate(1, 512, 1.0, 4000)
+        True
+    """
+    rate(1, d_model, factor, warmup)  # checks the arguments now, not at the first step
+    optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: rate(step, d_model, factor, warmup)
+    )
+    return optimizer, scheduler
