@@ -15,7 +15,7 @@ import torch
 
 from vanilla_transformer.model import LayerNorm
 
-FIGURES = Path(__file__).resolve().parents[1] / "docs" / "figures"
+FIGURES = Path(__file__).resolve().parents[2] / "docs" / "figures"
 
 
 @pytest.fixture(scope="module")

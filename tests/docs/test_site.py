@@ -29,7 +29,7 @@ from urllib.parse import unquote, urljoin, urlsplit
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SITE = Path(os.environ.get("VANILLA_TRANSFORMER_SITE_DIR", ROOT / "site")).resolve()
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from pytest_codeblocks.main import extract_from_file
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def markdown_files() -> list[Path]:

@@ -15,7 +15,7 @@ import pytest
 
 import vanilla_transformer
 
-PAGE = Path(__file__).resolve().parents[1] / "docs" / "articles" / "annotated-walkthrough.py"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "articles" / "annotated-walkthrough.py"
 
 
 @pytest.fixture(scope="module")
