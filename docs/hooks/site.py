@@ -7,13 +7,16 @@
 - nbconvert puts a MathJax 2 loader (by default from a CDN) and its configuration into every
   notebook page. The site loads MathJax 3 once, for every page (docs/javascripts/mathjax.js), so the
   hook removes that block.
-- Docstrings follow the house style's `Example:` heading; Google style (griffe) reads only
-  `Examples:` as a section of doctest code and would render `Example:` as Markdown prose. The hook
-  makes griffe read both the same way, so `>>>` lines show as code.
 - mkdocs-jupyter builds a notebook page's table of contents from a Markdown copy of the notebook
   without its inline code, so a heading such as "`clones`: N copies" gets a contents link that
   matches no id on the page. The hook rebuilds that table from the headings of the rendered page,
   and records the page's ids so that the strict build checks links to its anchors too.
+- mkdocs-autorefs registers the headings of Markdown pages, so a docstring can link to a section
+  with `[text][some-id]` (`## A heading { #some-id }` on the page). Notebook pages are not
+  Markdown, and nbconvert gives each heading an id made from its text. The hook registers those
+  ids with autorefs, and gives the headings named in `NOTEBOOK_ANCHORS` a stable id of their own,
+  so the docstrings' links survive a heading's rewording: the build warns (and the strict build
+  fails) if a named heading is no longer on its page.
 - A page may render an object of the package a second time (`::: vanilla_transformer.x.y` in an
   article, to show its docstring and source there). Cross-references to that object keep going to
   its entry in the API reference.
@@ -25,6 +28,7 @@ import logging
 import os
 import re
 from html import escape as html_escape
+from html import unescape as html_unescape
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -39,6 +43,13 @@ VENDORED = ["assets/vendor/mathjax/tex-svg.js"]
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
 API_PREFIX = "api/"
 
+# Cross-reference ids for headings of notebook pages: id -> (page source, heading text).
+NOTEBOOK_ANCHORS = {
+    "training-guide": ("guides/training-copy-task.py", "Training the copy task"),
+    "decoding-guide": ("guides/training-copy-task.py", "Greedy decoding of held-out sequences"),
+    "interop-guide": ("articles/pytorch-nn-transformer.py", "PyTorch's nn.Transformer and its masks"),
+}
+
 _NBCONVERT_MATHJAX = re.compile(r"<!-- Load mathjax -->.*?<!-- End of mathjax configuration -->", re.DOTALL)
 
 
@@ -49,19 +60,9 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
             f"missing front-end assets: {', '.join('docs/' + m for m in missing)}. "
             "Run ./scripts/setup.sh (or: npm ci && .venv/bin/python scripts/vendor_assets.py)."
         )
-    _read_example_sections()
     # Kernels started by mkdocs-jupyter inherit this environment.
     os.environ["MPLBACKEND"] = INLINE_BACKEND
     return config
-
-
-def _read_example_sections() -> None:
-    try:
-        from griffe import DocstringSectionKind
-        from griffe._internal.docstrings import google
-    except ImportError as exc:  # pragma: no cover - pinned versions
-        raise PluginError(f"site hook: griffe has changed ({exc}); update docs/hooks/site.py") from exc
-    google._section_kind.setdefault("example", DocstringSectionKind.examples)
 
 
 class _Headings(HTMLParser):
@@ -116,7 +117,31 @@ def on_page_content(html: str, page, config: MkDocsConfig, files) -> str:
         parser.feed(html)
         page.toc = get_toc(_nest(parser.headings))
         page.present_anchor_ids = parser.ids
+        _register_notebook_anchors(page, parser.headings, config)
     return html
+
+
+def _register_notebook_anchors(page, headings: list[dict], config: MkDocsConfig) -> None:
+    """Make a notebook page's headings targets of `[text][id]` cross-references."""
+    autorefs = config.plugins.get("autorefs")
+    if autorefs is None or not hasattr(autorefs, "register_anchor"):
+        log.warning("site hook: mkdocs-autorefs has changed; notebook headings are not registered")
+        return
+    by_name = {}
+    for heading in headings:
+        title = html_unescape(heading["name"])
+        autorefs.register_anchor(page, heading["id"], title=title, primary=True)
+        by_name.setdefault(title, heading["id"])
+    for identifier, (src_path, name) in NOTEBOOK_ANCHORS.items():
+        if page.file.src_uri != src_path:
+            continue
+        if name in by_name:
+            autorefs.register_anchor(page, identifier, by_name[name], title=name, primary=True)
+        else:
+            log.warning(
+                f"site hook: {src_path} has no heading {name!r} for the cross-reference id "
+                f"{identifier!r}; update NOTEBOOK_ANCHORS in docs/hooks/site.py"
+            )
 
 
 @event_priority(0)  # before autorefs applies the cross-references (its on_env runs at -50)

@@ -32,61 +32,30 @@ def peaky_model(seed: int, vocab: int) -> torch.nn.Module:
     return model.eval()
 
 
-class GardenPath(nn.Module):
-    """A hand-made "model" whose most probable first token leads nowhere.
+class TableModel(nn.Module):
+    """A hand-made "model" whose next-token log-probabilities are a function
+    `log_probs(source, prefix)` of the source row and the whole prefix.
 
-    Vocabulary: 0 pad, 1 start, 2 end, 3 "a", 4 "b". After the start symbol, "a" has
-    probability 0.6 and "b" 0.4; after "a" every token is equally likely (0.2); after "b", "a"
-    has probability 0.96. Greedy decoding picks "a" first (total 0.6 * 0.2 = 0.12); the best
-    sequence is "b a" (0.4 * 0.96 = 0.384). It supports the recomputing path (use_cache=False).
+    Its "embedding" passes the token ids through as floats and its "decoder" reads them back,
+    so decoding runs the real code paths: the recomputing one, and the cached one, where the
+    prefix is kept in the self-attention cache (as token ids) so that a beam reordered wrongly
+    scores wrongly.
     """
-
-    vocab = 5
 
     def __init__(self) -> None:
         super().__init__()
         self.generator = nn.Identity()
-
-    def encode(self, src, src_mask):
-        return torch.zeros(src.size(0), src.size(1), 1)
-
-    def next_token_probs(self, prefix: list[int]) -> list[float]:
-        if prefix == [1]:
-            return [0.0, 0.0, 0.0, 0.6, 0.4]
-        if prefix[-2:] == [1, 4]:
-            return [0.01, 0.01, 0.01, 0.96, 0.01]
-        return [0.2] * 5
-
-    def decode(self, memory, src_mask, ys, tgt_mask):
-        rows = [[self.next_token_probs(r[: i + 1]) for i in range(len(r))] for r in ys.tolist()]
-        return torch.tensor(rows).log()  # (batch, len, vocab): already log-probabilities
-
-
-class RandomTable(nn.Module):
-    """A hand-made "model" whose next-token distribution is a fixed random function of the
-    source row and the whole prefix, so that the most probable sequence is often not the greedy
-    one. It supports both decoding paths: with `use_cache=True` the prefix is kept in the
-    self-attention cache (as token ids), so a beam that is reordered wrongly scores wrongly.
-    """
-
-    def __init__(self, seed: int, vocab: int, temperature: float = 1.5) -> None:
-        super().__init__()
-        self.seed, self.vocab, self.temperature = seed, vocab, temperature
-        self.generator = nn.Identity()
         self.tgt_embed = _TokenIdsAsFloats()
         self.decoder = _TableDecoder(self)
+
+    def log_probs(self, source: list[int], prefix: list[int]) -> list[float]:
+        raise NotImplementedError
 
     def encode(self, src, src_mask):
         return src.float().unsqueeze(-1)  # (batch, src_len, 1): the ids themselves
 
-    def log_probs(self, source: list[int], prefix: list[int]) -> list[float]:
-        g = torch.Generator().manual_seed(hash((self.seed, tuple(source), tuple(prefix))) % 2**31)
-        return (torch.randn(self.vocab, generator=g) * self.temperature).log_softmax(-1).tolist()
-
     def decode(self, memory, src_mask, ys, tgt_mask):
-        sources_ = memory[..., 0].long().tolist()
-        return torch.tensor([[self.log_probs(s, r[: i + 1]) for i in range(len(r))]
-                             for s, r in zip(sources_, ys.tolist())])
+        return self.decoder(self.tgt_embed(ys), memory, src_mask, tgt_mask)
 
 
 class _TokenIdsAsFloats(nn.Module):
@@ -95,25 +64,59 @@ class _TokenIdsAsFloats(nn.Module):
 
 
 class _TableDecoder(nn.Module):
-    def __init__(self, table: RandomTable) -> None:
+    def __init__(self, table: TableModel) -> None:
         super().__init__()
         self.table = [table]  # a plain list: not a submodule
 
     def init_cache(self):
         return [(KVCache(static=False), KVCache(static=True))]
 
-    def forward(self, x, memory, src_mask, tgt_mask, cache):
+    def forward(self, x, memory, src_mask, tgt_mask, cache=None):
+        table, sources_ = self.table[0], memory[..., 0].long().tolist()
+        if cache is None:  # every position of every prefix
+            rows = x[..., 0].long().tolist()
+            return torch.tensor([[table.log_probs(s, r[: i + 1]) for i in range(len(r))]
+                                 for s, r in zip(sources_, rows)])
         self_cache = cache[0][0]
         new = x.unsqueeze(1)  # (batch, 1, 1, 1), shaped like (batch, h, len, d_k)
-        if self_cache.k is None:
-            self_cache.k, self_cache.v = new, new
-        else:
-            self_cache.k = torch.cat([self_cache.k, new], dim=2)
-            self_cache.v = self_cache.k
-        prefixes = self_cache.k[:, 0, :, 0].long().tolist()
-        sources_ = memory[..., 0].long().tolist()
-        table = self.table[0]
+        k, _ = self_cache.update(lambda: (new, new))
+        prefixes = k[:, 0, :, 0].long().tolist()
         return torch.tensor([[table.log_probs(s, p)] for s, p in zip(sources_, prefixes)])
+
+
+class GardenPath(TableModel):
+    """A hand-made "model" whose most probable first token leads nowhere.
+
+    Vocabulary: 0 pad, 1 start, 2 end, 3 "a", 4 "b". After the start symbol, "a" has
+    probability 0.6 and "b" 0.4; after "a" every token is equally likely (0.2); after "b", "a"
+    has probability 0.96. Greedy decoding picks "a" first (total 0.6 * 0.2 = 0.12); the best
+    sequence is "b a" (0.4 * 0.96 = 0.384).
+    """
+
+    vocab = 5
+
+    def log_probs(self, source: list[int], prefix: list[int]) -> list[float]:
+        if prefix == [1]:
+            probs = [0.0, 0.0, 0.0, 0.6, 0.4]
+        elif prefix[-2:] == [1, 4]:
+            probs = [0.01, 0.01, 0.01, 0.96, 0.01]
+        else:
+            probs = [0.2] * 5
+        return [math.log(p) if p > 0 else -math.inf for p in probs]
+
+
+class RandomTable(TableModel):
+    """A hand-made "model" whose next-token distribution is a fixed random function of the
+    source row and the whole prefix, so that the most probable sequence is often not the greedy
+    one."""
+
+    def __init__(self, seed: int, vocab: int, temperature: float = 1.5) -> None:
+        super().__init__()
+        self.seed, self.vocab, self.temperature = seed, vocab, temperature
+
+    def log_probs(self, source: list[int], prefix: list[int]) -> list[float]:
+        g = torch.Generator().manual_seed(hash((self.seed, tuple(source), tuple(prefix))) % 2**31)
+        return (torch.randn(self.vocab, generator=g) * self.temperature).log_softmax(-1).tolist()
 
 
 def sources(seed: int, vocab: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -212,13 +215,14 @@ def test_narrow_beams_miss_what_the_full_width_beam_finds():
     assert missed > 0
 
 
-def test_a_beam_of_two_escapes_the_garden_path_that_greedy_takes():
+@pytest.mark.parametrize("use_cache", [True, False], ids=["cache", "recompute"])
+def test_a_beam_of_two_escapes_the_garden_path_that_greedy_takes(use_cache):
     model = GardenPath()
     src = torch.ones(1, 3, dtype=torch.long)
-    greedy = greedy_decode(model, src, None, 3, START)
+    greedy = greedy_decode(model, src, None, 3, START, use_cache=use_cache)
     assert greedy.tolist() == [[START, 3, 0]]  # "a", then the first of five equal choices
     tokens, scores = beam_search(model, src, None, 3, START, None, beam_size=2,
-                                 length_penalty=0.0, use_cache=False)
+                                 length_penalty=0.0, use_cache=use_cache)
     assert tokens.tolist() == [[START, 4, 3]]  # "b a"
     assert scores.item() == pytest.approx(math.log(0.4 * 0.96), rel=1e-5)
     assert sequence_log_prob(model, src, None, greedy).item() == pytest.approx(math.log(0.12))

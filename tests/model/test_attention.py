@@ -119,14 +119,3 @@ def test_fast_path_in_training_keeps_the_reference_dropout():
     with keep_attention(mha):
         ref = mha(x, x, x, mask)
     torch.testing.assert_close(fast, ref, atol=1e-5, rtol=1e-5)
-
-
-def test_all_true_masks_are_dropped_once_per_forward():
-    from vanilla_transformer.model import as_keep_mask
-
-    full = torch.ones(2, 1, 4, dtype=torch.bool)
-    assert as_keep_mask(full, 2, 4, 4, none_if_full=True) is None
-    assert as_keep_mask(full, 2, 4, 4).shape == (2, 1, 1, 4)
-    partial = full.clone()
-    partial[0, 0, 3] = False
-    assert as_keep_mask(partial, 2, 4, 4, none_if_full=True).shape == (2, 1, 1, 4)

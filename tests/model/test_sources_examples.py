@@ -71,9 +71,19 @@ for i in range(9):
 """
 
 
+# The imports the Annotated Transformer's own first cell makes, then the package's names.
+PREAMBLE = """
+import copy, math
+import torch
+from torch import nn
+from vanilla_transformer import *
+torch.manual_seed(0)
+"""
+
+
 def run(snippet):
     namespace = {}
-    exec("from vanilla_transformer import *\ntorch.manual_seed(0)\n" + textwrap.dedent(snippet), namespace)
+    exec(PREAMBLE + textwrap.dedent(snippet), namespace)
     return namespace
 
 
@@ -95,9 +105,19 @@ def test_make_model_11_11_2_trace_example():
     assert ns["memory"].shape == (1, 10, 512)
 
 
-@pytest.mark.parametrize("name", ["nn", "math", "copy", "torch", "make_model", "Batch",
-                                  "subsequent_mask", "data_gen", "MultiHeadedAttention"])
-def test_star_import_provides_what_pasted_code_uses(name):
+@pytest.mark.parametrize("name", ["make_model", "Batch", "subsequent_mask", "data_gen",
+                                  "MultiHeadedAttention", "LabelSmoothing", "greedy_decode"])
+def test_star_import_provides_the_names_pasted_code_uses(name):
     ns = {}
     exec("from vanilla_transformer import *", ns)
     assert name in ns
+
+
+def test_star_import_gives_only_the_package_s_own_names():
+    import vanilla_transformer
+
+    ns = {}
+    exec("from vanilla_transformer import *", ns)
+    assert set(ns) - {"__builtins__"} == set(vanilla_transformer.__all__)
+    for module in ("torch", "nn", "math", "copy"):  # importable, but not star-exported
+        assert module not in ns and hasattr(vanilla_transformer, module)

@@ -1,33 +1,13 @@
-r"""How many parameters a Transformer has: in closed form, and by counting any module's tensors.
+r"""Parameter count: how many trainable parameters a Transformer has (paper section 3, Table 3).
 
-The count follows the architecture of paper section 3 (Figure 1). With $d = d_{model}$, each
-piece holds:
-
-| piece | paper | parameters | how many in the model |
-| --- | --- | --- | --- |
-| multi-head attention: $W^Q, W^K, W^V, W^O$ with biases | 3.2.2 | $4d^2 + 4d$ | $3N$ ($N$ encoder self-attention, $N$ decoder self-attention, $N$ cross-attention) |
-| feed-forward: $W_1, b_1, W_2, b_2$ | 3.3 | $2d\,d_{ff} + d_{ff} + d$ | $2N$ |
-| LayerNorm: gain and bias | 3.1 | $2d$ | $5N$, plus one per stack when the stacks end with a LayerNorm |
-| source and target embeddings | 3.4 | $V_{src}\,d$ and $V_{tgt}\,d$ | 1 each |
-| generator: pre-softmax linear map | 3.4 | $V_{tgt}\,d + V_{tgt}$ (bias optional) | 1 |
-
-Adding them up, with $f = 1$ when each stack ends with a LayerNorm, $t = 1$ when the weights are
-tied and $b = 1$ when the generator has a bias:
+Summing the attention blocks, feed-forward networks, LayerNorms, embeddings and generator, with
+$f$, $t$, $b$ equal to 1 for a final LayerNorm per stack, tied weights and a generator bias:
 
 $$
 P = N\,(12d^2 + 4d\,d_{ff} + 2d_{ff} + 24d) + 4fd + V_{src}\,d + 2(1 - t)\,V_{tgt}\,d + b\,V_{tgt}
 $$
 
-The sinusoidal positional-encoding tables (section 3.5) are buffers, not parameters: they are
-reported beside the count (`2 * max_len * d_model` numbers, one table per embedding), never in it.
-
-[`parameter_count`][vanilla_transformer.analysis.parameters.parameter_count] evaluates the formula without
-building anything; [`count_parameters`][vanilla_transformer.analysis.parameters.count_parameters] counts
-the tensors of a real module. The two agree for every configuration (a property test checks it).
-The FLOP and memory estimates live in [`flops`][vanilla_transformer.flops] and
-[`memory`][vanilla_transformer.memory] and can also be imported from here.
-
-Explained on the *Parameter calculator* guide page.
+Explained on the [Parameter calculator][calculator-guide] page.
 """
 
 from __future__ import annotations
@@ -39,6 +19,7 @@ from torch import nn
 
 from .._checks import check_non_negative_int, check_positive_int
 from ..model.config import ModelConfig
+from ._table import Breakdown, describe, format_table
 
 __all__ = ['PARAMETER_FORMULA', 'Component', 'ParameterCount', 'parameter_count_for', 'parameter_count', 'ModuleCount', 'count_parameters', 'source_terms', 'source_closed_form']
 
@@ -83,40 +64,12 @@ class Component:
                     note=self.note)
 
 
-def _format_table(components: tuple[Component, ...], unit: str, total: int) -> str:
-    """Lay components out as an aligned text table ending with their total."""
-    rows = [("component", "per block", "blocks", unit, "")]
-    rows += [(c.name, f"{c.per_block:,}", str(c.blocks), f"{c.subtotal:,}", c.note)
-             for c in components]
-    rows.append(("total", "", "", f"{total:,}", ""))
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    lines = []
-    for i, r in enumerate(rows):
-        cells = [r[0].ljust(widths[0])] + [r[j].rjust(widths[j]) for j in (1, 2, 3)]
-        lines.append(("  ".join(cells) + ("  " + r[4] if r[4] else "")).rstrip())
-        if i == 0 or i == len(rows) - 2:
-            lines.append("-" * (sum(widths) + 6))
-    return "\n".join(lines)
-
-
-def _describe(config: ModelConfig, options: bool = True) -> str:
-    """`make_model(...)` with a configuration's sizes, and its options on a second line."""
-    call = (f"make_model({config.src_vocab}, {config.tgt_vocab}, N={config.N}, "
-            f"d_model={config.d_model}, d_ff={config.d_ff}, h={config.h})")
-    if not options:
-        return call
-    chosen = [
-        "tied" if config.tie_weights else "untied",
-        "pre-norm" if config.norm_first else "post-norm",
-        f"{config.layer_norm} LayerNorm",
-        "final norm" if config.has_final_norm else "no final norm",
-        "generator bias" if config.generator_bias else "no generator bias",
-    ]
-    return f"{call}\n  {', '.join(chosen)}"
+def _component(name: str) -> property:
+    return property(lambda self: self[name], doc=f"The `{name}` component.")
 
 
 @dataclass(frozen=True)
-class ParameterCount:
+class ParameterCount(Breakdown):
     """The trainable parameters of a model described by a `ModelConfig`, by component.
 
     Tied weights are counted once: the shared matrix belongs to `src_embedding` (it is the source
@@ -125,10 +78,13 @@ class ParameterCount:
 
     Attributes:
         config: the configuration counted.
-        components: `attention`, `feed_forward`, `layer_norm`, `src_embedding`, `tgt_embedding`
-            and `generator`, in that order; each is also an attribute (`count.attention`).
+        components: `attention` (the $3N$ multi-head attention modules), `feed_forward` ($2N$),
+            `layer_norm` (one per sublayer and, when present, one after each stack),
+            `src_embedding`, `tgt_embedding` and `generator`, in that order; each is also an
+            attribute (`count.attention`), and `count["attention"]` works too.
         buffers: elements of the positional-encoding tables (two of `max_len * d_model`), which
             the model saves but never trains; not part of `total`.
+        total: the number of unique trainable parameters.
 
     Examples:
         >>> pc = parameter_count(11, 11, N=2)
@@ -140,48 +96,12 @@ class ParameterCount:
     components: tuple[Component, ...]
     buffers: int
 
-    @property
-    def total(self) -> int:
-        """The number of unique trainable parameters."""
-        return sum(c.subtotal for c in self.components)
-
-    @property
-    def breakdown(self) -> dict[str, Component]:
-        """The components by name."""
-        return {c.name: c for c in self.components}
-
-    def __getitem__(self, name: str) -> Component:
-        return self.breakdown[name]
-
-    @property
-    def attention(self) -> Component:
-        """The `3N` multi-head attention modules."""
-        return self["attention"]
-
-    @property
-    def feed_forward(self) -> Component:
-        """The `2N` feed-forward networks."""
-        return self["feed_forward"]
-
-    @property
-    def layer_norm(self) -> Component:
-        """Every LayerNorm: one per sublayer and, when present, one after each stack."""
-        return self["layer_norm"]
-
-    @property
-    def src_embedding(self) -> Component:
-        """The source embedding table (holds the shared matrix when tied)."""
-        return self["src_embedding"]
-
-    @property
-    def tgt_embedding(self) -> Component:
-        """The target embedding table (0 when tied)."""
-        return self["tgt_embedding"]
-
-    @property
-    def generator(self) -> Component:
-        """The generator's projection (only its bias when tied)."""
-        return self["generator"]
+    attention = _component("attention")
+    feed_forward = _component("feed_forward")
+    layer_norm = _component("layer_norm")
+    src_embedding = _component("src_embedding")
+    tgt_embedding = _component("tgt_embedding")
+    generator = _component("generator")
 
     @property
     def formula(self) -> str:
@@ -213,15 +133,15 @@ class ParameterCount:
             positional-encoding buffers (saved, not trained): 5,120,000
         """
         return "\n".join([
-            f"parameters of {_describe(self.config)}",
-            _format_table(self.components, "parameters", self.total),
+            f"parameters of {describe(self.config)}",
+            format_table(self.components, "parameters", self.total),
             f"positional-encoding buffers (saved, not trained): {self.buffers:,}",
         ])
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable summary: total, buffers, components and formula."""
         return dict(total=self.total, buffers=self.buffers, formula=self.formula,
-                    components={c.name: c.to_dict() for c in self.components})
+                    components=self.components_dict())
 
 
 def parameter_count_for(config: ModelConfig) -> ParameterCount:
@@ -260,66 +180,40 @@ def parameter_count_for(config: ModelConfig) -> ParameterCount:
     return ParameterCount(config, components, buffers=2 * config.max_len * d)
 
 
-def parameter_count(
-    src_vocab: int,
-    tgt_vocab: int,
-    N: int = 6,
-    d_model: int = 512,
-    d_ff: int = 2048,
-    h: int = 8,
-    dropout: float = 0.1,
-    *,
-    tie_weights: bool = False,
-    norm_first: bool = True,
-    layer_norm: str = "annotated",
-    final_norm: bool | None = None,
-    generator_bias: bool = True,
-    max_len: int = 5000,
-) -> ParameterCount:
+def parameter_count(src_vocab: int, tgt_vocab: int, *sizes: Any, **options: Any) -> ParameterCount:
     """Count the trainable parameters `make_model` would create with the same arguments.
 
-    Nothing is built: the count comes from the closed form in the module notes. Shared (tied)
-    weights are counted once, so `total` equals the number of unique trainable tensors' elements
-    of the real model, `count_parameters(make_model(...)).total`.
+    The arguments are those of
+    [`make_model`][vanilla_transformer.model.encoder_decoder.make_model], passed on to
+    [`ModelConfig`][vanilla_transformer.model.config.ModelConfig] unchanged. Nothing is built.
+    Shared (tied) weights are counted once, so `total` equals
+    `count_parameters(make_model(...)).total`. Only the sizes, `tie_weights`, `final_norm` (or
+    `norm_first`, which sets its default) and `generator_bias` change the count; the other
+    options are checked all the same.
 
     Args:
         src_vocab: source vocabulary size (0 allowed).
         tgt_vocab: target vocabulary size (0 allowed).
-        N: layers per stack.
-        d_model: model width.
-        d_ff: feed-forward hidden width.
-        h: heads (does not change the count, but must divide `d_model`).
-        dropout: dropout probability (checked, does not change the count).
-        tie_weights: one matrix for both embeddings and the generator.
-        norm_first: pre-norm or post-norm (changes the count only through `final_norm`).
-        layer_norm: `"annotated"` or `"torch"` (both have `2 * d_model` parameters).
-        final_norm: a LayerNorm after each stack; `None` = only for pre-norm.
-        generator_bias: whether the generator's projection has a bias.
-        max_len: positional-table length (counted in `buffers` only).
+        *sizes: `N, d_model, d_ff, h, dropout` by position, as `make_model` takes them.
+        **options: any field of `ModelConfig` by name.
 
     Returns:
         A [`ParameterCount`][vanilla_transformer.analysis.parameters.ParameterCount].
 
     Raises:
-        ValueError: for the same bad arguments as `make_model` (see
-            [`ModelConfig`][vanilla_transformer.model.config.ModelConfig]).
-        TypeError: for a non-integer size.
+        ValueError: for the same bad arguments as `make_model`.
+        TypeError: for a non-integer size or an unknown option.
 
     Examples:
-        >>> pc = parameter_count(11, 11, N=2)
-        >>> pc.total == sum(p.numel() for p in make_model(11, 11, N=2).parameters())
+        >>> pc = parameter_count(11, 11, 2)
+        >>> pc.total == sum(p.numel() for p in make_model(11, 11, 2).parameters())
         True
         >>> parameter_count(11, 11, d_model=500, h=8)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
         ValueError: d_model must be divisible by h ... got d_model=500, h=8 (d_model % h = 4)
     """
-    config = ModelConfig(
-        src_vocab, tgt_vocab, N, d_model, d_ff, h, dropout,
-        tie_weights=tie_weights, norm_first=norm_first, layer_norm=layer_norm,
-        final_norm=final_norm, generator_bias=generator_bias, max_len=max_len,
-    )
-    return parameter_count_for(config)
+    return parameter_count_for(ModelConfig(src_vocab, tgt_vocab, *sizes, **options))
 
 
 @dataclass(frozen=True)
@@ -408,8 +302,10 @@ def count_parameters(module: nn.Module) -> ModuleCount:
 
 
 def source_terms(d_model: int = 512, vocab: int = 0) -> dict[str, int]:
-    """The four terms of the closed form derived in source 000, section 5, for `N = 6` and
-    `d_ff = 4 d`.
+    """The four terms of the closed form derived in the source-code tour, for `N = 6`, `d_ff = 4 d`.
+
+    The tour is the one the [source code exploration](../articles/source-code-exploration.md)
+    page follows; its section 5 counts:
 
     - 5.1 attention: 18 blocks (6 encoder, 12 decoder) of $4(d^2 + d)$: $72d^2 + 72d$.
     - 5.2 feed-forward: 12 blocks of $d \\cdot 4d + 4d + 4d \\cdot d + d = 8d^2 + 5d$:
@@ -444,13 +340,13 @@ def source_terms(d_model: int = 512, vocab: int = 0) -> dict[str, int]:
 
 
 def source_closed_form(d_model: int = 512, vocab: int = 0) -> int:
-    """The source's total $168d^2 + 196d + vocab \\cdot d$ (source 000, section 5.5).
+    """The source-code tour's total $168d^2 + 196d + vocab \\cdot d$ (its section 5.5).
 
-    It is the sum of [`source_terms`][vanilla_transformer.analysis.parameters.source_terms]. It counts the
-    model only when the embeddings and the generator are tied **and** the generator has no bias,
-    with `N = 6` and `d_ff = 4 d`. The sources' own `make_model` ties nothing and keeps the bias,
-    so it has $2 \\cdot vocab \\cdot d + vocab$ parameters more (a second embedding matrix, the
-    generator's matrix and its bias).
+    It is the sum of [`source_terms`][vanilla_transformer.analysis.parameters.source_terms]. It
+    counts the model only when the embeddings and the generator are tied **and** the generator
+    has no bias, with `N = 6` and `d_ff = 4 d`. The Annotated Transformer's `make_model` ties
+    nothing and keeps the bias, so it has $2 \\cdot vocab \\cdot d + vocab$ parameters more (a
+    second embedding matrix, the generator's matrix and its bias).
 
     Args:
         d_model: the width `d`.

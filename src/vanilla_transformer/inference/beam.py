@@ -1,30 +1,10 @@
 r"""Beam search with the GNMT length penalty (paper section 6.1).
 
-The paper decodes its translation models with "beam search with a beam size of 4 and length
-penalty $\alpha = 0.6$", the length penalty of Wu et al. (2016, the GNMT paper):
-
 $$
-s(Y) = \frac{\log P(Y \mid X)}{lp(Y)}, \qquad lp(Y) = \left(\frac{5 + |Y|}{6}\right)^{\alpha}
+s(Y) = \frac{\log P(Y \mid X)}{lp(Y)}, \qquad lp(Y) = \frac{(5 + |Y|)^{\alpha}}{(5 + 1)^{\alpha}}
 $$
 
-where $|Y|$ counts the generated tokens (the end symbol included, the start symbol not).
-Dividing a negative log-probability by a number that grows with the length stops the search from
-preferring short outputs merely because they multiply fewer probabilities together; $\alpha = 0$
-switches the penalty off.
-
-[`beam_search`][vanilla_transformer.inference.beam.beam_search] keeps, for every batch row on its
-own, the `beam_size` most probable unfinished prefixes. At each step it looks at the
-`2 * beam_size` best one-token extensions: an extension that ends with the end symbol and ranks
-among the first `beam_size` becomes a finished hypothesis; the best `beam_size` others stay
-alive. A row stops once it has `beam_size` finished hypotheses, and at `max_len` the best
-extensions are finished as they are. The result is the finished hypothesis with the best
-score $s(Y)$. With `beam_size=1` this is exactly greedy decoding.
-
-By default the decoder runs incrementally with the key/value cache
-([`KVCache`][vanilla_transformer.model.cache.KVCache]); when beams are reordered, the
-self-attention caches are reordered with them.
-
-Explained on the *Training the copy task* page.
+Explained on the [Decoding][decoding-guide] page.
 """
 
 from __future__ import annotations
@@ -34,10 +14,10 @@ from typing import NamedTuple
 
 import torch
 
-from .._checks import check_positive_int
+from .._checks import check_positive_int, check_token_ids
 from ..model.encoder_decoder import EncoderDecoder
 from ..model.masks import subsequent_mask
-from .greedy import embed_last_position
+from .greedy import _check_inputs, _src_keep_mask, embed_last_position
 
 __all__ = ['Hypothesis', 'length_penalty', 'sequence_log_prob', 'beam_search']
 
@@ -62,7 +42,11 @@ class Hypothesis(NamedTuple):
 
 
 def length_penalty(length: int, alpha: float = 0.6) -> float:
-    r"""The GNMT length penalty $lp = ((5 + length) / 6)^{\alpha}$.
+    r"""The GNMT length penalty $lp = (5 + length)^{\alpha} / (5 + 1)^{\alpha}$.
+
+    Dividing a (negative) log-probability by it keeps the search from preferring short outputs
+    merely because they multiply fewer probabilities; `length` counts the generated tokens, the
+    end symbol included and the start symbol not.
 
     Args:
         length: number of generated tokens, an int >= 0.
@@ -93,12 +77,6 @@ def _check_alpha(alpha: object) -> float:
     return float(alpha)
 
 
-def _as_src_mask(src_mask: torch.Tensor | None) -> torch.Tensor | None:
-    if src_mask is not None and src_mask.dim() == 2:
-        return src_mask.unsqueeze(-2)  # (batch, src_len) -> (batch, 1, src_len)
-    return src_mask
-
-
 @torch.no_grad()
 def sequence_log_prob(
     model: EncoderDecoder,
@@ -119,7 +97,9 @@ def sequence_log_prob(
         `(batch,)`: the sum over positions `1..length-1` of `log P(ys[:, i] | ys[:, :i], src)`.
 
     Raises:
-        ValueError: if `ys` is not `(batch, length)` with `length >= 2`.
+        ValueError: if `ys` is not `(batch, length)` with `length >= 2` and the batch of `src`,
+            or `src_mask` has the wrong shape.
+        TypeError: if `src` or `ys` is not an integer tensor.
 
     Examples:
         >>> from vanilla_transformer.inference import sequence_log_prob
@@ -129,9 +109,12 @@ def sequence_log_prob(
         >>> sequence_log_prob(model, src, None, ys).shape
         torch.Size([1])
     """
-    if ys.dim() != 2 or ys.size(1) < 2:
-        raise ValueError(f"ys must have shape (batch, length >= 2), got {tuple(ys.shape)}")
-    src_mask = _as_src_mask(src_mask)
+    check_token_ids(src, None, "src")
+    check_token_ids(ys, None, "ys")
+    if ys.size(1) < 2 or ys.size(0) != src.size(0):
+        raise ValueError(f"ys must have shape (batch={src.size(0)}, length >= 2), "
+                         f"got {tuple(ys.shape)}")
+    src_mask = _src_keep_mask(src, src_mask)
     out = model.decode(model.encode(src, src_mask), src_mask, ys[:, :-1],
                        subsequent_mask(ys.size(1) - 1).to(ys.device))
     logp = model.generator(out)  # (batch, length - 1, vocab)
@@ -155,7 +138,14 @@ def beam_search(
 ) -> tuple[torch.Tensor, torch.Tensor] | tuple[torch.Tensor, torch.Tensor, list[list[Hypothesis]]]:
     """Decode a batch with beam search and the GNMT length penalty.
 
-    Every batch row is searched independently. Call `model.eval()` first.
+    Every batch row keeps its own `beam_size` most probable unfinished prefixes. Each step
+    ranks the `2 * beam_size` best one-token extensions: one that ends with the end symbol and
+    ranks among the first `beam_size` is finished; the best `beam_size` others stay alive. A row
+    stops once it has `beam_size` finished hypotheses; at `max_len` the best extensions are
+    finished as they are. The result is the finished hypothesis with the best score
+    $\log P / lp$, so `beam_size=1` is greedy decoding. With the cache, the self-attention
+    caches are reordered with the beams. The inputs are checked once, as in `greedy_decode`.
+    Call `model.eval()` first.
 
     Args:
         model: the encoder-decoder.
@@ -181,8 +171,10 @@ def beam_search(
         [`Hypothesis`][vanilla_transformer.inference.beam.Hypothesis] tuples, best first.
 
     Raises:
-        ValueError: if `max_len` or `beam_size` is not a positive int, or `length_penalty` is
-            negative.
+        ValueError: if `max_len` or `beam_size` is not a positive int, `length_penalty` is
+            negative, or `src`, `src_mask` or a symbol is invalid (see
+            [`greedy_decode`][vanilla_transformer.inference.greedy.greedy_decode]).
+        TypeError: for an argument of the wrong type.
 
     Examples:
         >>> from vanilla_transformer.inference import beam_search
@@ -196,10 +188,9 @@ def beam_search(
         >>> torch.equal(beam_search(model, src, src != 0, 6, 1, 2, beam_size=1)[0], greedy)
         True
     """
-    check_positive_int("max_len", max_len)
+    src_mask = _check_inputs(model, src, src_mask, max_len, start_symbol, end_symbol, pad_symbol)
     check_positive_int("beam_size", beam_size)
     alpha = _check_alpha(length_penalty)
-    src_mask = _as_src_mask(src_mask)
     batch, k = src.size(0), beam_size
     device = src.device
 
@@ -224,7 +215,8 @@ def beam_search(
 
     for t in range(1, max_len):  # t = number of generated tokens after this step
         if cache is None:
-            out = model.decode(memory, src_mask, ys, subsequent_mask(ys.size(1)).to(device))
+            tgt_mask = subsequent_mask(ys.size(1)).to(device)
+            out = model.decoder(model.tgt_embed(ys), memory, src_mask, tgt_mask)
         else:
             out = model.decoder(embed_last_position(model, ys), memory, src_mask, None, cache)
         logp = model.generator(out[:, -1]).float()  # (batch * k, vocab)

@@ -1,12 +1,8 @@
 r"""Greedy decoding: generate a target one token at a time, always taking the most likely token.
 
-[`greedy_decode`][vanilla_transformer.inference.greedy.greedy_decode] works on a whole batch. By default
-it recomputes the decoder over the full prefix at every step, as the sources do. With
-`use_cache=True` it decodes incrementally: each step feeds only the newest token, the decoder's
-self-attention keys and values grow by one position, and the source-attention keys and values
-over the encoder memory are computed once. Both give the same tokens.
+$$y_t = \arg\max_{y} P(y \mid y_{<t}, x)$$
 
-Explained on the *Tracing the data flow* page.
+Explained on the [Decoding][decoding-guide] page.
 """
 
 from __future__ import annotations
@@ -14,12 +10,66 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .._checks import check_positive_int
+from .._checks import check_non_negative_int, check_positive_int, check_token_ids
 from ..model.embeddings import Embeddings, PositionalEncoding
 from ..model.encoder_decoder import EncoderDecoder
-from ..model.masks import subsequent_mask
+from ..model.masks import as_keep_mask, subsequent_mask
 
 __all__ = ['embed_last_position', 'greedy_decode']
+
+
+def _find(module: object, cls: type[nn.Module]) -> nn.Module | None:
+    if not isinstance(module, nn.Module):
+        return None
+    return next((m for m in module.modules() if isinstance(m, cls)), None)
+
+
+def _src_keep_mask(src: torch.Tensor, src_mask: torch.Tensor | None) -> torch.Tensor | None:
+    """`src_mask` checked and returned as a bool `(batch or 1, 1, src_len)` keep-mask."""
+    if src_mask is None:
+        return None
+    if isinstance(src_mask, torch.Tensor) and src_mask.dim() == 2:
+        src_mask = src_mask.unsqueeze(-2)  # (batch, src_len) -> (batch, 1, src_len)
+    if isinstance(src_mask, torch.Tensor) and src_mask.dim() != 3:
+        raise ValueError(f"src_mask must have shape (batch or 1, 1, src_len) or (batch, src_len), "
+                         f"got {tuple(src_mask.shape)}")
+    return as_keep_mask(src_mask, src.size(0), 1, src.size(1), "src_mask")
+
+
+def _check_inputs(
+    model: nn.Module,
+    src: torch.Tensor,
+    src_mask: torch.Tensor | None,
+    max_len: int,
+    start_symbol: int,
+    end_symbol: int | None,
+    pad_symbol: int | None,
+) -> torch.Tensor | None:
+    """The checks of a decoding call, done once; returns `src_mask` as `(batch or 1, 1, src_len)`.
+
+    `src` is checked for its type and shape here; `model.encode` checks its ids against the
+    vocabulary. The target symbols are checked against the target vocabulary and `max_len`
+    against the positional table, because the decoding loop calls the decoder directly.
+    """
+    check_token_ids(src, None, "src")
+    check_positive_int("max_len", max_len)
+    check_non_negative_int("start_symbol", start_symbol)
+    table = _find(getattr(model, "tgt_embed", None), nn.Embedding)
+    for name, symbol in (("start_symbol", start_symbol), ("end_symbol", end_symbol),
+                         ("pad_symbol", pad_symbol)):
+        if symbol is None:
+            continue
+        check_non_negative_int(name, symbol)
+        if table is not None and symbol >= table.num_embeddings:
+            raise ValueError(f"{name} must be a target id in [0, {table.num_embeddings}), "
+                             f"got {symbol}")
+    position = _find(getattr(model, "tgt_embed", None), PositionalEncoding)
+    if position is not None and max_len - 1 > position.max_len:
+        raise ValueError(
+            f"max_len {max_len} feeds the decoder {max_len - 1} positions, more than the "
+            f"positional-encoding table's max_len {position.max_len}"
+        )
+    return _src_keep_mask(src, src_mask)
 
 
 def embed_last_position(model: EncoderDecoder, ys: torch.Tensor) -> torch.Tensor:
@@ -76,15 +126,21 @@ def greedy_decode(
 ) -> torch.Tensor:
     """Decode a batch greedily.
 
+    The inputs are checked once; then the source is encoded once and the decoder runs
+    `max_len - 1` times. By default each step recomputes the decoder over the whole prefix, as
+    the sources do. With `use_cache=True` each step feeds only the newest token and the
+    attention modules keep their keys and values in a
+    [`KVCache`][vanilla_transformer.model.cache.KVCache]; the tokens are the same.
+
     Call `model.eval()` first: in training mode dropout makes the result random.
 
     Args:
         model: the encoder-decoder.
-        src: source ids `(batch, src_len)`.
-        src_mask: keep-mask `(batch or 1, 1, src_len)`.
+        src: source ids `(batch, src_len)`, an integer tensor.
+        src_mask: keep-mask `(batch or 1, 1, src_len)` or `(batch, src_len)`, or `None`.
         max_len: length of the output, the start symbol included.
-        start_symbol: the first decoder input (for [`data_gen`][vanilla_transformer.data.copy_task.data_gen]'s
-            copy task, `1`).
+        start_symbol: the first decoder input (for
+            [`data_gen`][vanilla_transformer.data.copy_task.data_gen]'s copy task, `1`).
         end_symbol: if given, a sequence stops once it produces this token, and decoding stops
             early once every sequence has.
         pad_symbol: what to write after a sequence's end symbol; defaults to `end_symbol`.
@@ -94,7 +150,10 @@ def greedy_decode(
         Token ids `(batch, out_len)` with `out_len <= max_len`, starting with `start_symbol`.
 
     Raises:
-        ValueError: if `max_len` is not positive, or any input is invalid for the model.
+        ValueError: if `max_len` is not positive or longer than the positional table allows, a
+            symbol is outside the target vocabulary, `src_mask` has the wrong shape, or `src`
+            is not `(batch, src_len)`.
+        TypeError: if `src` is not an integer tensor or a size or symbol is not an int.
 
     Examples:
         >>> model = make_model(11, 11, N=1).eval()
@@ -102,24 +161,23 @@ def greedy_decode(
         >>> ys = greedy_decode(model, src, src != 0, max_len=6, start_symbol=1)
         >>> ys.shape, ys[:, 0].tolist()
         (torch.Size([2, 6]), [1, 1])
+        >>> torch.equal(ys, greedy_decode(model, src, src != 0, 6, 1, use_cache=True))
+        True
     """
-    check_positive_int("max_len", max_len)
-    if src_mask is not None and src_mask.dim() == 2:
-        src_mask = src_mask.unsqueeze(-2)  # (batch, src_len) -> (batch, 1, src_len)
+    src_mask = _check_inputs(model, src, src_mask, max_len, start_symbol, end_symbol, pad_symbol)
     memory = model.encode(src, src_mask)
-    batch = src.size(0)
-    ys = torch.full((batch, 1), start_symbol, dtype=src.dtype, device=src.device)
-    done = torch.zeros(batch, dtype=torch.bool, device=src.device)
+    batch, device = src.size(0), src.device
+    ys = torch.full((batch, 1), start_symbol, dtype=src.dtype, device=device)
+    done = torch.zeros(batch, dtype=torch.bool, device=device)
     fill = pad_symbol if pad_symbol is not None else end_symbol
     cache = model.decoder.init_cache() if use_cache else None
     for _ in range(max_len - 1):
         if cache is None:
-            mask = subsequent_mask(ys.size(1)).to(src.device)
-            out = model.decode(memory, src_mask, ys, mask)
-        else:
+            tgt_mask = subsequent_mask(ys.size(1)).to(device)
+            out = model.decoder(model.tgt_embed(ys), memory, src_mask, tgt_mask)
+        else:  # one new query, which may attend to every cached position: no target mask
             out = model.decoder(embed_last_position(model, ys), memory, src_mask, None, cache)
-        prob = model.generator(out[:, -1])  # (batch, vocab)
-        next_word = prob.argmax(dim=-1)
+        next_word = model.generator(out[:, -1]).argmax(dim=-1)  # (batch,)
         if end_symbol is not None:
             next_word = next_word.masked_fill(done, fill)
             done = done | (next_word == end_symbol)

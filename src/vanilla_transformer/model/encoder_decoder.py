@@ -123,7 +123,8 @@ class EncoderDecoder(nn.Module):
         batch, tgt_len = tgt.shape
         if memory.dim() != 3 or memory.size(0) != batch:
             raise ValueError(
-                f"memory must have shape (batch={batch}, src_len, d_model), got {tuple(memory.shape)}"
+                f"memory of shape {tuple(memory.shape)} must be (batch, src_len, d_model); memory batch "
+                f"size {memory.size(0)} differs from the target batch size {batch}"
             )
         src_mask = as_keep_mask(src_mask, batch, tgt_len, memory.size(1), "src_mask")
         tgt_mask = as_keep_mask(tgt_mask, batch, tgt_len, tgt_len, "tgt_mask")
@@ -136,7 +137,7 @@ class EncoderDecoder(nn.Module):
         position = next((m for m in embed.modules() if isinstance(m, PositionalEncoding)), None)
         if position is not None and ids.size(1) > position.max_len:
             raise ValueError(
-                f"{name} has length {ids.size(1)}, longer than the positional-encoding table's "
+                f"{name} sequence length {ids.size(1)} exceeds the positional-encoding table's "
                 f"max_len {position.max_len}; build the model with a larger max_len"
             )
 

@@ -1,26 +1,15 @@
-r"""The copy task: train a small Transformer to output its input, and check it with greedy decoding.
+r"""The copy task: train a small Transformer to output its input, judged by exact match.
 
-The task is the Annotated Transformer's first experiment and the quickest end-to-end test of a
-Transformer implementation: random sequences from
-[`data_gen`][vanilla_transformer.data.copy_task.data_gen] (start symbol `1`, tokens `1..vocab-1`,
-padding `0`), the target equal to the source. Training uses the paper's optimizer settings
-(section 5.3: Adam with $\beta_1 = 0.9$, $\beta_2 = 0.98$, $\epsilon = 10^{-9}$ and the warm-up
-schedule [`rate`][vanilla_transformer.training.schedule.rate]), scaled down to a model that trains in
-well under a minute on a laptop CPU.
+Training minimises the label-smoothed loss with Adam and the schedule of paper section 5.3;
+the trained model must reproduce held-out sequences token for token under greedy decoding.
 
-The trained model is judged by **exact match**: the share of 100 held-out sequences (drawn with
-a different seed from the training data) that greedy decoding, started from the start symbol
-`1`, reproduces token for token.
-
-The command line's `copy-task` subcommand (see [`register`][vanilla_transformer.cli.copy_task.register])
-trains, reports the loss and the exact match, and saves or loads the model.
-
-Explained on the *Training the copy task* page.
+Explained on the [Training the copy task][training-guide] page.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,47 +17,45 @@ from typing import Any
 
 import torch
 
-from .._checks import (
-    check_dropout,
-    check_heads,
-    check_non_negative_int,
-    check_positive_int,
-)
+from .._checks import check_dropout, check_non_negative_int, check_positive_int
 from ..data.copy_task import PAD, START_SYMBOL, data_gen
 from ..inference.greedy import greedy_decode
-from ..model.encoder_decoder import EncoderDecoder, make_model
+from ..model.config import ModelConfig
+from ..model.encoder_decoder import EncoderDecoder, make_model_from_config
 from .loop import TrainState, run_epoch
 from .loss import LabelSmoothing, SimpleLossCompute
 from .schedule import make_optimizer
 
-__all__ = ['CopyTaskConfig', 'CopyTaskRun', 'train_copy_model', 'exact_match']
+__all__ = ['COPY_MODEL', 'CopyTaskConfig', 'CopyTaskRun', 'train_copy_model', 'exact_match']
+
+COPY_MODEL = ModelConfig(11, 11, N=1, d_model=64, d_ff=256, h=4, dropout=0.0)
+"""The copy task's default model: one layer per stack learns the task in fewer steps than two,
+and no dropout, because the data is unlimited and the model cannot over-fit."""
+
+_MODEL_FIELDS = frozenset(f.name for f in dataclasses.fields(ModelConfig))
 
 
 @dataclass(frozen=True)
 class CopyTaskConfig:
-    """Everything that determines a copy-task run; the defaults reach 100% exact match.
+    r"""Everything that determines a copy-task run; the defaults reach 100% exact match.
 
-    The defaults were tuned for a 2-core CPU: one layer per stack learns this task in fewer
-    steps than two, 400 steps of 64 sequences take a few seconds to a few tens of seconds, and
-    the paper's label smoothing of 0.1 keeps the gradients from vanishing once the model is
-    sure of itself (without it, late spikes in the loss sometimes cost a sequence or two of
-    the held-out set).
+    The model's hyperparameters live in `model`, a
+    [`ModelConfig`][vanilla_transformer.model.config.ModelConfig]; its vocabularies are set to
+    `vocab`. They can also be given, and read, as keywords of their own: `CopyTaskConfig(d_model=16)`
+    is `CopyTaskConfig(model=COPY_MODEL.replace(d_model=16))`, and `config.d_model` reads
+    `config.model.d_model`.
 
     Args:
         vocab: vocabulary size, padding and start symbol included.
         seq_len: sequence length, start symbol included.
-        N: layers per stack.
-        d_model: model width.
-        d_ff: feed-forward width.
-        h: attention heads.
-        dropout: dropout probability (none by default: the data is unlimited, so the model
-            cannot over-fit, and it learns faster without).
+        model: the model's hyperparameters ([`COPY_MODEL`][vanilla_transformer.training.copy_task.COPY_MODEL]
+            by default).
         batch_size: sequences per batch.
         steps: optimizer steps.
         accum_iter: batches per optimizer step.
         warmup: warm-up steps of the learning-rate schedule.
         factor: scale of the learning-rate schedule.
-        smoothing: label smoothing $\\epsilon_{ls}$ (paper section 5.4).
+        smoothing: label smoothing $\epsilon_{ls}$ (paper section 5.4).
         seed: seed of the weights, the dropout and the training data.
 
     Raises:
@@ -76,17 +63,14 @@ class CopyTaskConfig:
 
     Examples:
         >>> from vanilla_transformer.training import CopyTaskConfig
-        >>> CopyTaskConfig(steps=10).replace(seed=3).seed
-        3
+        >>> config = CopyTaskConfig(d_model=16, h=2).replace(seed=3, vocab=7)
+        >>> config.seed, config.d_model, config.model.src_vocab
+        (3, 16, 7)
     """
 
     vocab: int = 11
     seq_len: int = 10
-    N: int = 1
-    d_model: int = 64
-    d_ff: int = 256
-    h: int = 4
-    dropout: float = 0.0
+    model: ModelConfig = COPY_MODEL
     batch_size: int = 64
     steps: int = 400
     accum_iter: int = 1
@@ -106,10 +90,12 @@ class CopyTaskConfig:
             raise ValueError(
                 f"seq_len must be at least 2 (start symbol and one token), got {self.seq_len}"
             )
-        for name in ("N", "d_ff", "batch_size", "steps", "accum_iter", "warmup"):
+        if not isinstance(self.model, ModelConfig):
+            raise TypeError(f"model must be a ModelConfig, got {type(self.model).__name__}")
+        if self.seq_len > self.model.max_len:
+            raise ValueError(f"seq_len {self.seq_len} exceeds the model's max_len {self.model.max_len}")
+        for name in ("batch_size", "steps", "accum_iter", "warmup"):
             check_positive_int(name, getattr(self, name))
-        check_heads(self.h, self.d_model)
-        check_dropout(self.dropout)
         check_dropout(self.smoothing, "smoothing")
         check_non_negative_int("seed", self.seed)
         if isinstance(self.factor, bool) or not isinstance(self.factor, (int, float)):
@@ -117,20 +103,51 @@ class CopyTaskConfig:
         if not self.factor > 0:
             raise ValueError(f"factor must be a positive number, got {self.factor}")
 
+    def __getattr__(self, name: str) -> Any:
+        # only called for names the instance lacks: the model's fields read through
+        if name in _MODEL_FIELDS and "model" in self.__dict__:
+            return getattr(self.__dict__["model"], name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     def replace(self, **changes: Any) -> CopyTaskConfig:
-        """A copy with some fields changed (and checked again)."""
+        """A copy with some fields, or the model's, changed (and checked again)."""
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
-        """The configuration as a plain dict."""
+        """The configuration as a plain dict, the model's as a nested dict."""
         return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CopyTaskConfig:
+        """Rebuild a configuration from `to_dict`'s output (or 0.1.0's flat dict)."""
+        data = dict(data)
+        if isinstance(data.get("model"), dict):
+            data["model"] = ModelConfig.from_dict(data["model"])
+        return cls(**data)
 
     def make_model(self) -> EncoderDecoder:
         """A freshly initialised model of this size (uses the global random generator)."""
-        return make_model(
-            self.vocab, self.vocab, N=self.N, d_model=self.d_model, d_ff=self.d_ff, h=self.h,
-            dropout=self.dropout,
-        )
+        return make_model_from_config(self.model)
+
+
+_generated_init = CopyTaskConfig.__init__
+
+
+@functools.wraps(_generated_init)
+def _init(self: CopyTaskConfig, *args: Any, **options: Any) -> None:
+    # the model's fields given as keywords of their own change `model`; its vocabularies follow
+    # `vocab`, so the vocabulary is declared once
+    changes = {k: options.pop(k) for k in list(options) if k in _MODEL_FIELDS}
+    _generated_init(self, *args, **options)
+    vocab = self.vocab if isinstance(self.vocab, int) else self.model.src_vocab
+    model = self.model
+    if isinstance(model, ModelConfig):
+        model = model.replace(**{"src_vocab": vocab, "tgt_vocab": vocab, **changes})
+    object.__setattr__(self, "model", model)
+    self.__post_init__()
+
+
+CopyTaskConfig.__init__ = _init  # type: ignore[method-assign]
 
 
 @dataclass
