@@ -298,14 +298,14 @@ print("input", shape(x), "-> projected", shape(lin(x)))
 assert torch.allclose(lin(x), x @ lin.weight.T + lin.bias)
 
 # %% [markdown]
-# Here is the package's `forward`; after its argument checks, the heads are split by
-# `_split_heads` and joined again by the `transpose(...).contiguous().view(...)` line near the end.
+# Here is the package's `forward`: the heads are split by `split_heads` and joined again by the
+# `transpose(...).reshape(...)` line near the end.
 # Between the two, either the explicit `attention` function above runs (when the weights are
 # kept for inspection) or PyTorch's fused `scaled_dot_product_attention`, which computes the same
 # thing faster. The `cache` lines serve incremental decoding and can be skipped here.
 
 # %%
-show_source(MultiHeadedAttention._split_heads)
+show_source(MultiHeadedAttention.split_heads)
 show_source(MultiHeadedAttention.forward)
 
 # %% [markdown]
@@ -319,7 +319,7 @@ torch.manual_seed(0)
 mha = MultiHeadedAttention(h=2, d_model=8, dropout=0.0).eval()
 x = torch.randn(1, 3, 8)
 print("query passed to forward:", shape(x))
-print("after the split:        ", shape(mha._split_heads(mha.linears[0](x))))
+print("after the split:        ", shape(mha.split_heads(mha.linears[0](x))))
 print("module output:          ", shape(mha(x, x, x)))
 assert x.dim() == 3 and mha(x, x, x).shape == x.shape
 
@@ -341,17 +341,13 @@ print(pairs)
 assert pairs[1] == ("linears[1]", "key") and pairs[2] == ("linears[2]", "value")
 
 # %% [markdown]
-# The package writes the projections out by name instead of with `zip` (when query, key and value
-# are one tensor, as in self-attention, it even fuses the three projections into one matrix
-# multiplication, and in source attention it fuses the key and value projections), but the
-# assignment is the same. The next cell proves it: it recomputes the
+# The package writes the three projections out one by one instead of with `zip`, as `forward`
+# above shows: `linears[0]` on query, `linears[1]` on key, `linears[2]` on value. The assignment
+# is the same. The next cell proves it: it recomputes the
 # module's output with key projected by `linears[1]` and value by `linears[2]`, and checks that
 # swapping the two gives a different answer. (The four maps are first given independent random
 # values, as `make_model` does; straight after `clones` they are equal and a swap would change
 # nothing.)
-
-# %%
-show_source(MultiHeadedAttention._project)
 
 # %%
 torch.manual_seed(0)
@@ -361,7 +357,7 @@ query, key, value = torch.randn(3, 1, 3, 8).unbind(0)
 
 
 def by_hand(w_key, w_value):
-    qh, kh, vh = (mha._split_heads(lin(t)) for lin, t in
+    qh, kh, vh = (mha.split_heads(lin(t)) for lin, t in
                   zip((mha.linears[0], w_key, w_value), (query, key, value)))
     heads, _ = attention(qh, kh, vh)
     return mha.linears[3](heads.transpose(1, 2).reshape(1, 3, 8))
@@ -481,7 +477,7 @@ assert {int(v) % 10 // d_k for v in wrong[0, 0].flatten()} == {0, 1}
 # $QK^\top$ and of the product with $V$):
 
 # %%
-q_h = k_h = v_h = mha._split_heads(mha.linears[0](x))
+q_h = k_h = v_h = mha.split_heads(mha.linears[0](x))
 scores_h = q_h @ k_h.transpose(-2, -1) / math.sqrt(d_k)
 out_h, w_h = attention(q_h, k_h, v_h)
 print("Q, K, V per head (batch, h, seq_len, d_k):", shape(q_h))
@@ -498,17 +494,17 @@ assert out_h.shape == q_h.shape
 # > the values, one `d_k`-vector per query and head.
 #
 # A mask arrives as `(batch, 1, seq_len)` or `(batch, seq_len, seq_len)`. Inside the module it
-# gets one more axis of size 1 (the `mask.unsqueeze(1)` of the source; in the package,
-# `as_keep_mask` does it), so that it broadcasts over the `h` heads of the
+# gets one more axis of size 1 (the `mask.unsqueeze(1)` at the top of the package's `forward`,
+# as in the source), so that it broadcasts over the `h` heads of the
 # `(batch, h, seq_len, seq_len)` scores.
 
 # %%
-from vanilla_transformer.model import as_keep_mask
-
 src_mask = torch.tensor([[[True, True, False]]])
-print("mask as given:", shape(src_mask), "-> inside the module:",
-      shape(as_keep_mask(src_mask, 1, 3, 3)), "-> broadcast against scores", shape(scores_h))
-assert as_keep_mask(src_mask, 1, 3, 3).shape == (1, 1, 1, 3)
+per_head = src_mask.unsqueeze(1)  # what forward does with it
+print("mask as given:", shape(src_mask), "-> inside the module:", shape(per_head),
+      "-> broadcast against scores", shape(scores_h))
+assert per_head.shape == (1, 1, 1, 3)
+assert torch.broadcast_shapes(per_head.shape, scores_h.shape) == scores_h.shape
 
 # %% [markdown]
 # ### Joining the heads again
@@ -913,7 +909,7 @@ show_source(EncoderLayer.forward)
 # (`c = copy.deepcopy`) into every place that needs it:
 
 # %%
-from vanilla_transformer import model as model_module
+from vanilla_transformer.model import encoder_decoder as model_module
 
 show_source(model_module._build)
 show_source(model_module.make_model_from_config)
@@ -1041,10 +1037,7 @@ assert layer_out.shape == x0.shape
 # and records the shapes going in and out of each call, in the order the calls start. The
 # callable argument of each `SublayerConnection` is not a tensor, so only `x` is listed as its
 # input. The feed-forward network's widening to `d_ff` shows in its own rows. The attention
-# module's four `linears` appear as calls here. On large inputs (at least `d_model` rows of
-# `d_model` features, as in training batches) self-attention instead applies the weights of
-# `linears[0]`, `linears[1]` and `linears[2]` in one fused matrix multiplication (`_project`),
-# and only `linears[3]` is called as a module; the result is the same.
+# module's four `linears` appear as calls here, each on its own input.
 
 # %%
 from vanilla_transformer.analysis import format_shape_table, trace_shapes

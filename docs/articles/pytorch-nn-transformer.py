@@ -13,7 +13,7 @@
 # ---
 
 # %% [markdown]
-# # PyTorch's nn.Transformer and its masks
+# # <span id="interop-guide"></span>PyTorch's nn.Transformer and its masks
 #
 # PyTorch ships its own Transformer: `nn.MultiheadAttention`, `nn.TransformerEncoderLayer`,
 # `nn.TransformerEncoder`, the decoder counterparts, and `nn.Transformer`, which assembles them.
@@ -26,8 +26,10 @@
 # weights, and the two are proved equal with `torch.allclose`. The tools for that live in the
 # package:
 #
-# - [`vanilla_transformer.masks`](../../api/masks/) converts masks in both directions;
-# - [`vanilla_transformer.interop`](../../api/interop/) copies weights from `torch.nn` modules
+# - [`vanilla_transformer.interop.masks`](../../api/interop/masks/) converts masks in both
+#   directions;
+# - [`vanilla_transformer.interop.weights`](../../api/interop/weights/) copies weights from
+#   `torch.nn` modules
 #   (`load_from_torch`), builds `torch.nn` modules from the package's (`to_torch`), and runs the
 #   package's stacks with PyTorch-style masks (`forward_with_torch_masks`,
 #   `batch_masks_to_torch`).
@@ -250,6 +252,27 @@ with keep_attention(ours):
     ours_output = ours(x3, x3, x3, merged)
 assert torch.allclose(ours_output, attn_output, atol=1e-6)
 print(attn_output_weights[2])
+
+# %% [markdown]
+# ### Masks whose meaning would be a guess
+#
+# The conversion functions refuse any input they would have to guess the meaning of. A keep-mask
+# given to them must hold only `0`/`1` (or be bool); a float `attn_mask` only `0` and `-inf`
+# (any other value is an additive bias, which no keep-mask can express); and an **integer**
+# `attn_mask` is refused outright: PyTorch's deprecated byte mask means `1` = blocked, while an
+# integer keep-mask, like the `.type_as(src)` masks of the Annotated Transformer, means `1` =
+# may attend. The same tensor would mean opposite things.
+
+# %%
+byte_mask = torch.tensor([[0, 1], [0, 0]])
+for convert, mask in ((attn_mask_to_keep, byte_mask),
+                      (attn_mask_to_keep, torch.tensor([[0.0, -1e9], [0.0, 0.0]])),
+                      (keep_to_attn_mask, torch.tensor([[0.0, float("-inf")], [0.0, 0.0]]))):
+    try:
+        convert(mask)
+        raise AssertionError("converted a mask whose meaning is a guess")
+    except ValueError as err:
+        print(f"{convert.__name__}: {err}")
 
 # %% [markdown]
 # ### When a query has no key left
@@ -625,6 +648,55 @@ try:
     to_torch(make_model(11, 11, N=1, d_model=d_model, d_ff=16, h=nhead))
 except ValueError as err:
     print("ValueError:", err)
+
+# %% [markdown]
+# ### Where each weight goes
+#
+# `load_from_torch` and `to_torch` move these tensors, one to one, in either direction:
+#
+# | package | `torch.nn` |
+# | --- | --- |
+# | `self_attn.linears[0]`, `[1]`, `[2]` ($W^Q, W^K, W^V$ and biases) | `self_attn.in_proj_weight`, `in_proj_bias`, stacked `[q; k; v]` |
+# | `self_attn.linears[3]` ($W^O$) | `self_attn.out_proj` |
+# | `src_attn` (decoder) | `multihead_attn` |
+# | `feed_forward.w_1`, `feed_forward.w_2` | `linear1`, `linear2` |
+# | `sublayer[0].norm`, `[1]`, `[2]` | `norm1`, `norm2`, `norm3` |
+# | `encoder.norm`, `decoder.norm` (`nn.Identity` when absent) | `encoder.norm`, `decoder.norm` (`None` when absent) |
+#
+# The embeddings, the positional encoding and the generator have no counterpart: `nn.Transformer`
+# starts from embedded inputs and returns decoder states. For the two sides to compute the same
+# function, everything else must match, and anything that does not raises a `ValueError` naming
+# the module, before a single weight is copied: besides the LayerNorm flavour and the final
+# norms above, the LayerNorm eps (PyTorch's `1e-5`), `norm_first`, `d_model`, `nhead` = `h`,
+# `dim_feedforward` = `d_ff`, the number of layers, `activation="relu"` (the paper's FFN),
+# `bias=True`, and the standard layer classes (a subclass may compute something else).
+#
+# Two settings are *not* weights, so they need not match. `batch_first` only changes how inputs
+# are laid out: a model loaded from a `batch_first=False` transformer gives the same results once
+# the inputs `(seq_len, batch, d_model)` are transposed. And dropout is not copied by
+# `load_from_torch`: the package model keeps its own probability (`to_torch` copies it across).
+
+# %%
+for option in (dict(activation="gelu"), dict(layer_norm_eps=1e-6)):
+    try:
+        load_from_torch(make_model(11, 11, N=1, d_model=d_model, d_ff=16, h=nhead,
+                                   norm_first=False, layer_norm="torch", final_norm=True),
+                        nn.Transformer(d_model, nhead, 1, 1, 16, batch_first=True, **option))
+        raise AssertionError(f"loaded a transformer built with {option}")
+    except ValueError as err:
+        print("ValueError:", err)
+
+with warnings.catch_warnings():  # PyTorch suggests batch_first=True, which is the point here
+    warnings.filterwarnings("ignore", message="enable_nested_tensor is True")
+    seq_first = nn.Transformer(d_model, nhead, 1, 1, 16, dropout=0.3).eval()  # batch_first=False
+loaded = load_from_torch(make_model(11, 11, N=1, d_model=d_model, d_ff=16, h=nhead, dropout=0.0,
+                                    norm_first=False, layer_norm="torch", final_norm=True),
+                         seq_first).eval()
+src_b, tgt_b = torch.randn(2, 5, d_model), torch.randn(2, 3, d_model)  # (batch, seq_len, d_model)
+theirs = seq_first(src_b.transpose(0, 1), tgt_b.transpose(0, 1)).transpose(0, 1)
+assert torch.allclose(forward_with_torch_masks(loaded, src_b, tgt_b), theirs, atol=1e-5)
+assert loaded.encoder.layers[0].sublayer[0].dropout.p == 0.0  # its own dropout, not 0.3
+print("batch_first=False: same weights, same outputs once transposed")
 
 # %% [markdown]
 # ## Appendix: a translation model, its masks, and a training step

@@ -17,7 +17,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import torch
 
-from vanilla_transformer.model import MASK_FILL, attention
+from vanilla_transformer.model.attention import attention
+from vanilla_transformer.model.masks import MASK_FILL
 
 KEEP = torch.tensor([[1, 1, 0, 0]])  # (query_len, key_len): the last two keys are masked
 

@@ -1,4 +1,4 @@
-"""Tests of vanilla_transformer.tracing: records, filtering, hook clean-up and the table."""
+"""Tests of vanilla_transformer.analysis.tracing: records, filtering, hook clean-up, the table."""
 
 from __future__ import annotations
 
@@ -29,12 +29,12 @@ def assert_no_hooks(model: nn.Module) -> None:
 
 @pytest.fixture(scope="module")
 def annotated_model():
-    """The sources' example model: make_model(11, 11, 2) with the default widths."""
+    """The Annotated Transformer's example model: make_model(11, 11, 2), default widths."""
     torch.manual_seed(0)
     return make_model(11, 11, 2).eval()
 
 
-def test_encode_of_the_sources_example(annotated_model):
+def test_encode_of_the_annotated_transformers_example(annotated_model):
     src = torch.arange(1, 11).unsqueeze(0)
     records = trace_shapes(annotated_model, src, torch.ones(1, 1, 10), fn=annotated_model.encode)
     by_path = {r.path: r for r in records}

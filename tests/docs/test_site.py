@@ -53,7 +53,7 @@ NOT_PROSE = "pre, code, script, style, textarea, mjx-container, .highlight, .jp-
 
 
 def site_pages(site: Path) -> list[str]:
-    """URL paths ("/", "/api/masks/", ...) of every page: each index.html except the 404 page."""
+    """URL paths ("/", "/api/model/masks/", ...) of every page: each index.html except the 404 page."""
     pages = []
     for index in sorted(site.rglob("index.html")):
         rel = index.parent.relative_to(site).as_posix()
@@ -308,7 +308,7 @@ def test_search_finds_api_entries(origin, tab):
     results = tab.locator(".md-search-result__item")
     results.first.wait_for(state="attached", timeout=TIMEOUT_MS)
     hrefs = tab.eval_on_selector_all(".md-search-result__item a", "links => links.map(a => a.href)")
-    assert any("/api/attention/" in href for href in hrefs), hrefs
+    assert any("/api/model/attention/" in href for href in hrefs), hrefs
     blocked, errors = tab.recorder.take()
     assert not blocked and not errors, blocked + errors
 
@@ -470,7 +470,7 @@ def test_every_internal_link_and_anchor_resolves(site):
 
 def test_pages_are_discovered(site):
     pages = site_pages(site)
-    assert "/" in pages and "/api/attention/" in pages, pages
+    assert "/" in pages and "/api/model/attention/" in pages, pages
     assert all(not p.startswith("/404") for p in pages)
 
 

@@ -7,6 +7,8 @@ from itertools import product
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from torch import nn
 
 from vanilla_transformer import KVCache, greedy_decode, make_model
@@ -287,12 +289,16 @@ def test_max_len_one_returns_the_start_symbol():
     assert tokens.tolist() == [[START]] * 3 and scores.tolist() == [0.0] * 3
 
 
-def test_length_penalty_values():
-    assert length_penalty(1, 0.6) == 1.0
-    assert length_penalty(10, 0.6) == pytest.approx((15 / 6) ** 0.6)
-    assert length_penalty(10, 0.0) == 1.0
-    lps = [length_penalty(n) for n in range(1, 50)]
-    assert all(a < b for a, b in zip(lps, lps[1:]))
+@settings(max_examples=50, deadline=None)
+@given(n=st.integers(0, 200), a=st.floats(0, 3), b=st.floats(0, 3))
+def test_length_penalty_properties(n, a, b):
+    assert length_penalty(1, a) == pytest.approx(1.0)  # one token: no penalty, whatever alpha
+    assert length_penalty(n, 0.0) == 1.0  # alpha = 0 switches the penalty off
+    # a power of (5 + |Y|) / 6: exponents add, and alpha = 1 grows by 1/6 per token
+    assert length_penalty(n, a + b) == pytest.approx(length_penalty(n, a) * length_penalty(n, b))
+    assert length_penalty(n + 1, 1.0) - length_penalty(n, 1.0) == pytest.approx(1 / 6)
+    if a >= 0.01:
+        assert length_penalty(n + 1, a) > length_penalty(n, a)
 
 
 @pytest.mark.parametrize(

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from vanilla_transformer import MultiHeadedAttention, greedy_decode, keep_attention, make_model
+from vanilla_transformer.data import heldout_sequences
 from vanilla_transformer.training import CopyTaskConfig, train_copy_model
 from vanilla_transformer.model import subsequent_mask
 
@@ -24,9 +25,9 @@ def one_thread():
 
 @pytest.fixture(scope="module")
 def trained_model(one_thread):
-    """A copy-task model trained for a few seconds: its outputs vary from token to token, which
-    a random model's mostly do not."""
-    config = CopyTaskConfig(N=1, d_model=32, d_ff=64, h=4, batch_size=32, steps=50, warmup=20,
+    """A small copy-task model trained for a few seconds until it copies held-out sequences
+    exactly: its outputs vary from token to token, which a random model's mostly do not."""
+    config = CopyTaskConfig(N=1, d_model=32, d_ff=64, h=4, batch_size=32, steps=300, warmup=60,
                             factor=2.0, seed=0)
     return train_copy_model(config).model
 
@@ -61,14 +62,20 @@ def test_trained_model_same_tokens_with_and_without_cache(trained_model, seed, e
     assert len(set(cached[:, 1:].flatten().tolist())) >= 2  # not a degenerate constant output
 
 
-def test_trained_model_copies_and_stops_at_the_end_symbol(trained_model):
-    src = padded_sources(7)
-    out = greedy_decode(trained_model, src, src != PAD, 10, START, end_symbol=3, use_cache=True)
-    # every finished row is padded with the end symbol after its end
-    for row in out.tolist():
-        if 3 in row[1:]:
-            first = row.index(3, 1)
-            assert all(t == 3 for t in row[first:])
+@pytest.mark.parametrize("use_cache", [True, False], ids=["cache", "recompute"])
+def test_trained_model_copies_and_stops_at_the_end_symbol(trained_model, use_cache):
+    src = heldout_sequences(40, vocab=V, seq_len=10, seed=7)
+    copied = greedy_decode(trained_model, src, None, 10, START, use_cache=use_cache)
+    assert torch.equal(copied, src)
+    end = 3  # any token: the copy of a row stops right after its first 3
+    out = greedy_decode(trained_model, src, None, 10, START, end_symbol=end, pad_symbol=PAD,
+                        use_cache=use_cache)
+    rows = src.tolist()
+    assert any(end in r[1:] for r in rows) and any(end not in r[1:] for r in rows)
+    for source, output in zip(rows, out.tolist()):
+        n = source.index(end, 1) + 1 if end in source[1:] else len(source)
+        assert output[:n] == source[:n]
+        assert all(t == PAD for t in output[n:])
 
 
 @pytest.mark.parametrize("seed", [0, 1])

@@ -62,3 +62,42 @@ def test_copy_task_start_symbol_is_one_not_the_padding_id():
 def test_max_len_must_be_positive(model):
     with pytest.raises(ValueError, match="max_len must be a positive int"):
         greedy_decode(model, torch.tensor([[1, 2]]), None, max_len=0, start_symbol=1)
+
+
+@pytest.mark.parametrize(
+    "args, kwargs, error, match",
+    [
+        ((torch.tensor([[1.0, 2.0]]), None, 4, 1), {}, TypeError, "integer"),
+        ((torch.tensor([1, 2]), None, 4, 1), {}, ValueError, r"\(batch, seq_len\)"),
+        ((torch.tensor([[1, 2]]), None, 4, 1.0), {}, TypeError, "start_symbol"),
+        ((torch.tensor([[1, 2]]), None, 4, 11), {}, ValueError, "start_symbol"),
+        ((torch.tensor([[1, 2]]), None, 4, 1), dict(end_symbol=-1), ValueError, "end_symbol"),
+        ((torch.tensor([[1, 2]]), None, 4, 1), dict(pad_symbol=12), ValueError, "pad_symbol"),
+        ((torch.tensor([[1, 2]]), torch.ones(1, 1, 3), 4, 1), {}, ValueError, "src_mask"),
+        ((torch.tensor([[1, 2]]), torch.ones(1, 2, 2), 4, 1), {}, ValueError, "src_mask"),
+        ((torch.tensor([[1, 2]]), torch.ones(1, 1, 1, 2), 4, 1), {}, ValueError, "src_mask"),
+        ((torch.tensor([[1, 2]]), None, 5002, 1), {}, ValueError, "positional"),
+    ],
+)
+@pytest.mark.parametrize("use_cache", [False, True])
+def test_bad_inputs_are_refused_before_any_work(model, args, kwargs, error, match, use_cache):
+    calls = []
+    hook = model.encoder.register_forward_pre_hook(lambda *_: calls.append(1))
+    try:
+        with pytest.raises(error, match=match):
+            greedy_decode(model, *args, use_cache=use_cache, **kwargs)
+    finally:
+        hook.remove()
+    assert not calls  # nothing was encoded
+
+
+@pytest.mark.parametrize("dtype", [torch.bool, torch.float32, torch.int64])
+def test_masks_of_any_dtype_and_2d_masks_decode_alike(model, dtype):
+    src = torch.tensor([[1, 2, 3, 4], [1, 5, 0, 0]])
+    keep = (src != 0).unsqueeze(-2)
+    expected = greedy_decode(model, src, keep, 6, 1)
+    for use_cache in (False, True):
+        assert torch.equal(greedy_decode(model, src, keep.to(dtype), 6, 1, use_cache=use_cache),
+                           expected)
+        assert torch.equal(greedy_decode(model, src, keep[:, 0].to(dtype), 6, 1,
+                                         use_cache=use_cache), expected)

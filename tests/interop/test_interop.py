@@ -322,3 +322,35 @@ def test_post_norm_without_final_norm_round_trips_when_allowed():
     fresh = load_from_torch(tiny_model(N=2, final_norm=None), t)
     assert torch.equal(fresh.encoder.layers[1].sublayer[1].norm.weight,
                        paper.encoder.layers[1].sublayer[1].norm.weight)
+
+
+# --- checks at the boundary ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "src, tgt, masks, error, match",
+    [
+        (torch.ones(2, 5, 16, dtype=torch.long), torch.randn(2, 3, 16), {}, TypeError, "src"),
+        (torch.randn(2, 5, 8), torch.randn(2, 3, 16), {}, ValueError, "d_model=16"),
+        (torch.randn(2, 5, 16), torch.randn(3, 3, 16), {}, ValueError, "tgt"),
+        (torch.randn(2, 5, 16), torch.randn(2, 3, 16),
+         dict(tgt_mask=nn.Transformer.generate_square_subsequent_mask(4)), ValueError, "tgt_mask"),
+        (torch.randn(2, 5, 16), torch.randn(2, 3, 16),
+         dict(src_key_padding_mask=torch.zeros(3, 5, dtype=torch.bool)), ValueError, "src_mask"),
+        (torch.randn(2, 5, 16), torch.randn(2, 3, 16),
+         dict(memory_key_padding_mask=torch.zeros(2, 3, dtype=torch.bool)), ValueError,
+         "memory_mask"),
+    ],
+)
+def test_forward_with_torch_masks_checks_its_inputs(src, tgt, masks, error, match):
+    with pytest.raises(error, match=match):
+        forward_with_torch_masks(tiny_model(), src, tgt, **masks)
+
+
+def test_load_from_torch_and_to_torch_check_their_arguments():
+    with pytest.raises(TypeError, match="torch_module"):
+        load_from_torch(tiny_model(), "nn.Transformer")
+    with pytest.raises(TypeError, match="cannot build"):
+        to_torch(nn.Module())  # no parameters: refused by type, before anything is read
+    with pytest.raises(TypeError, match="allow_no_final_norm"):
+        to_torch(tiny_model(), allow_no_final_norm="yes")

@@ -10,7 +10,7 @@ import torch
 
 from vanilla_transformer import data_gen
 from vanilla_transformer.data import START_SYMBOL, heldout_sequences
-from vanilla_transformer.training import CopyTaskConfig, exact_match, train_copy_model
+from vanilla_transformer.training import COPY_MODEL, CopyTaskConfig, exact_match, train_copy_model
 from vanilla_transformer.cli.copy_task import main, register, run_copy_task
 
 TINY = CopyTaskConfig(N=1, d_model=16, d_ff=32, h=2, batch_size=8, steps=12, warmup=4)
@@ -39,9 +39,25 @@ def parse(argv: list[str]) -> argparse.Namespace:
 def test_defaults_match_the_documented_task():
     c = CopyTaskConfig()
     assert (c.vocab, c.seq_len) == (11, 10)
-    assert c.d_model % c.h == 0
-    model = c.make_model()
-    assert model.config.src_vocab == 11 and model.config.N == c.N
+    assert c.model == COPY_MODEL and c.make_model().config == COPY_MODEL
+
+
+def test_model_hyperparameters_are_the_model_configs():
+    c = CopyTaskConfig(vocab=13, d_model=32, h=8, tie_weights=True)
+    assert c.model == COPY_MODEL.replace(src_vocab=13, tgt_vocab=13, d_model=32, h=8,
+                                         tie_weights=True)
+    assert (c.d_model, c.h, c.N) == (32, 8, COPY_MODEL.N)  # read through to the model
+    assert c.replace(vocab=5).model.tgt_vocab == 5 and c.replace(N=3).model.N == 3
+    assert CopyTaskConfig.from_dict(c.to_dict()) == c
+    # the flat dict that 0.1.0's `copy-task --save` stored
+    flat = dict(vocab=13, seq_len=10, N=1, d_model=32, d_ff=256, h=8, dropout=0.0,
+                batch_size=64, steps=400, accum_iter=1, warmup=100, factor=1.0, smoothing=0.1,
+                seed=0)
+    assert CopyTaskConfig.from_dict(flat) == c.replace(tie_weights=False)
+    with pytest.raises(AttributeError, match="d_models"):
+        c.d_models
+    with pytest.raises(TypeError):
+        CopyTaskConfig(src_vocab=5)  # the vocabulary is set once, by vocab
 
 
 @pytest.mark.parametrize(
@@ -56,6 +72,8 @@ def test_defaults_match_the_documented_task():
         (dict(smoothing=-0.1), ValueError, "smoothing"),
         (dict(factor=0), ValueError, "factor"),
         (dict(seed=-1), ValueError, "seed"),
+        (dict(seq_len=20, max_len=10), ValueError, "max_len"),
+        (dict(model="big"), TypeError, "ModelConfig"),
     ],
 )
 def test_config_rejects_bad_values(change, error, word):

@@ -1,50 +1,12 @@
-r"""Floating-point operations of one forward pass, by component (paper sections 3.2 to 3.4).
+r"""Forward FLOPs: the matrix multiplications of one forward pass (paper sections 3.2 to 3.4).
 
-Only matrix multiplications are counted, at **2 FLOPs per multiply-add**, because they are
-nearly all of the work and because that is what `torch.utils.flop_counter.FlopCounterMode`
-counts (`mm`, `addmm`, `bmm`, `baddbmm` and the fused attention kernels). Bias additions,
-softmax, LayerNorm, dropout and ReLU are left out: each costs $O(\text{tokens} \cdot d)$ against
-$O(\text{tokens} \cdot d^2)$ for the matrix products.
-
-For a batch of $B$ pairs of $S$ source and $T$ target tokens, with $d = d_{model}$:
-
-| component | FLOPs per layer |
-| --- | --- |
-| encoder self-attention projections $W^Q, W^K, W^V, W^O$ | $8BSd^2$ |
-| encoder attention scores $QK^\top$ and weighted sum with $V$ | $4BS^2d$ |
-| encoder feed-forward | $4BSd\,d_{ff}$ |
-| decoder self-attention projections | $8BTd^2$ |
-| decoder attention scores and weighted sum (masked scores too) | $4BT^2d$ |
-| cross-attention $W^Q$ and $W^O$ (per target token) | $4BTd^2$ |
-| cross-attention $W^K$ and $W^V$ (per **source** token: they read the encoder output) | $4BSd^2$ |
-| cross-attention scores and weighted sum | $4BTSd$ |
-| decoder feed-forward | $4BTd\,d_{ff}$ |
-
-plus the generator once, $2BTd\,V_{tgt}$ (`FlopCounterMode` sees it as `addmm`, or `mm` without
-a bias). The embedding lookup is indexing, not arithmetic, and the scaling by $\sqrt{d}$ is
-elementwise, so tied or not the embeddings add nothing. The causal mask does not save work:
-the masked scores are computed, then discarded. Altogether
+For a batch of $B$ pairs of $S$ source and $T$ target tokens, at 2 FLOPs per multiply-add:
 
 $$
 F = 4NBd\,\big[(3d + d_{ff})(S + T) + S^2 + ST + T^2\big] + 2BTd\,V_{tgt}
 $$
 
-The number of heads does not appear: $h$ heads of width $d/h$ cost what one head of width $d$
-costs. Both attention paths of
-[`MultiHeadedAttention`][vanilla_transformer.model.attention.MultiHeadedAttention] do the same
-multiplications, and a fused projection (self-attention's $W^Q, W^K, W^V$, or cross-attention's
-$W^K, W^V$, applied as one `F.linear` with the matrices concatenated) costs what separate ones
-cost. One caveat when measuring: without dropout (evaluation mode, or `dropout=0`) the fast
-path on CPU runs the fused kernel `_scaled_dot_product_flash_attention_for_cpu`, which
-`FlopCounterMode` has no formula for, so it reports only the projections there (pass it the
-formula through `custom_mapping`, as the guide page shows).
-
-A training step costs about three forward passes (`training_total`): the backward pass of every
-matrix product $Y = XW$ computes two products of the same size, $\partial L/\partial X$ and
-$\partial L/\partial W$. With every input requiring a gradient this is exact for the counted
-products, as a test against `FlopCounterMode` on forward plus backward checks.
-
-Explained on the *Parameter calculator* guide page.
+Explained on the [Parameter calculator][calculator-guide] page.
 """
 
 from __future__ import annotations
@@ -54,7 +16,8 @@ from typing import Any
 
 from .._checks import check_positive_int
 from ..model.config import ModelConfig
-from .parameters import Component, _describe, _format_table
+from ._table import Breakdown, describe, format_table
+from .parameters import Component
 
 __all__ = ['FLOP_FORMULA', 'FlopCount', 'forward_flops_for', 'forward_flops']
 
@@ -65,7 +28,7 @@ FLOP_FORMULA = (
 
 
 @dataclass(frozen=True)
-class FlopCount:
+class FlopCount(Breakdown):
     """Forward-pass FLOPs (matrix multiplications only, 2 per multiply-add) by component.
 
     Attributes:
@@ -73,8 +36,9 @@ class FlopCount:
         batch: sentence pairs per batch.
         src_len: source length `S`.
         tgt_len: target length `T` (decoder input positions, all fed at once).
-        components: one [`Component`][vanilla_transformer.analysis.parameters.Component] per line of the
-            table in the module notes, `per_block` being one layer's FLOPs.
+        components: one [`Component`][vanilla_transformer.analysis.parameters.Component] per
+            line of the FLOP table on the guide page, `per_block` being one layer's FLOPs.
+        total: FLOPs of one forward pass, generator included.
 
     Examples:
         >>> fc = forward_flops(11, 11, N=2, batch=1, src_len=10, tgt_len=10)
@@ -89,22 +53,9 @@ class FlopCount:
     components: tuple[Component, ...]
 
     @property
-    def total(self) -> int:
-        """FLOPs of one forward pass, generator included."""
-        return sum(c.subtotal for c in self.components)
-
-    @property
     def training_total(self) -> int:
         """FLOPs of one training step: forward plus a backward pass of twice the forward."""
         return 3 * self.total
-
-    @property
-    def breakdown(self) -> dict[str, Component]:
-        """The components by name."""
-        return {c.name: c for c in self.components}
-
-    def __getitem__(self, name: str) -> Component:
-        return self.breakdown[name]
 
     def table(self) -> str:
         """A readable breakdown with the forward and training totals.
@@ -115,9 +66,9 @@ class FlopCount:
             training step (about 3x forward): 884,828,160 FLOPs
         """
         return "\n".join([
-            f"forward FLOPs of {_describe(self.config, options=False)}",
+            f"forward FLOPs of {describe(self.config, options=False)}",
             f"  batch={self.batch}, src_len={self.src_len}, tgt_len={self.tgt_len}",
-            _format_table(self.components, "FLOPs", self.total),
+            format_table(self.components, "FLOPs", self.total),
             f"training step (about 3x forward): {self.training_total:,} FLOPs",
         ])
 
@@ -125,7 +76,7 @@ class FlopCount:
         """A JSON-serialisable summary."""
         return dict(batch=self.batch, src_len=self.src_len, tgt_len=self.tgt_len,
                     total=self.total, training_total=self.training_total,
-                    components={c.name: c.to_dict() for c in self.components})
+                    components=self.components_dict())
 
 
 def forward_flops_for(config: ModelConfig, *, batch: int, src_len: int, tgt_len: int) -> FlopCount:
@@ -174,46 +125,28 @@ def forward_flops_for(config: ModelConfig, *, batch: int, src_len: int, tgt_len:
 def forward_flops(
     src_vocab: int,
     tgt_vocab: int,
-    N: int = 6,
-    d_model: int = 512,
-    d_ff: int = 2048,
-    h: int = 8,
-    dropout: float = 0.1,
-    *,
+    *sizes: Any,
     batch: int,
     src_len: int,
     tgt_len: int,
-    tie_weights: bool = False,
-    norm_first: bool = True,
-    layer_norm: str = "annotated",
-    final_norm: bool | None = None,
-    generator_bias: bool = True,
-    max_len: int = 5000,
+    **options: Any,
 ) -> FlopCount:
     """Forward FLOPs of `model.generator(model(src, tgt, src_mask, tgt_mask))` for the model
     `make_model` builds with the same arguments.
 
     `EncoderDecoder.forward` stops before the generator; the count includes it, since training
-    applies it to every target position. The options other than the sizes do not change the
-    count (they change no matrix product) but are checked as `make_model` checks them.
+    applies it to every target position. Only the sizes change the count; the other options
+    change no matrix product but are checked as `make_model` checks them.
 
     Args:
         src_vocab: source vocabulary size.
         tgt_vocab: target vocabulary size (the generator's output width).
-        N: layers per stack.
-        d_model: model width.
-        d_ff: feed-forward hidden width.
-        h: heads (must divide `d_model`; does not change the count).
-        dropout: dropout probability (checked only).
+        *sizes: `N, d_model, d_ff, h, dropout` by position, as `make_model` takes them.
         batch: sentence pairs per batch.
         src_len: source length `S`.
         tgt_len: target length `T`.
-        tie_weights: see `make_model`.
-        norm_first: see `make_model`.
-        layer_norm: see `make_model`.
-        final_norm: see `make_model`.
-        generator_bias: see `make_model`.
-        max_len: see `make_model`; the lengths must not exceed it.
+        **options: any field of [`ModelConfig`][vanilla_transformer.model.config.ModelConfig]
+            by name; the lengths must not exceed `max_len`.
 
     Returns:
         A [`FlopCount`][vanilla_transformer.analysis.flops.FlopCount].
@@ -221,7 +154,7 @@ def forward_flops(
     Raises:
         ValueError: for the same bad arguments as `make_model`, a non-positive batch or
             length, or a length above `max_len`.
-        TypeError: for a non-integer size.
+        TypeError: for a non-integer size or an unknown option.
 
     Examples:
         >>> import torch.utils.flop_counter as fc
@@ -233,9 +166,5 @@ def forward_flops(
         ...     7, 9, N=1, d_model=32, d_ff=64, h=4, batch=2, src_len=5, tgt_len=3).total
         True
     """
-    config = ModelConfig(
-        src_vocab, tgt_vocab, N, d_model, d_ff, h, dropout,
-        tie_weights=tie_weights, norm_first=norm_first, layer_norm=layer_norm,
-        final_norm=final_norm, generator_bias=generator_bias, max_len=max_len,
-    )
+    config = ModelConfig(src_vocab, tgt_vocab, *sizes, **options)
     return forward_flops_for(config, batch=batch, src_len=src_len, tgt_len=tgt_len)

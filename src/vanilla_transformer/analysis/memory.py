@@ -1,46 +1,15 @@
-r"""Memory estimates in bytes: weights, training state, activations and the key/value cache.
+r"""Memory estimate: the bytes of weights, training state, activations and key/value cache.
 
-With $P$ parameters and $p$ bytes per element (4 for `float32`, 2 for `bfloat16`):
+With $P$ parameters and $Q$ positional-table elements of $p$ bytes, training with Adam holds the
+weights, their gradients, two Adam states and the activations $A$ kept for the backward pass (an
+estimate after Korthikanti et al., 2022); incremental decoding holds the weights and a key/value
+cache over the $t$ target positions decoded so far and the $S$ source positions:
 
-- **weights** $Pp$, plus the two positional-encoding tables, $2\,\mathrm{max\_len}\,d\,p$
-  (buffers follow the model's dtype);
-- **gradients** $Pp$, one per parameter;
-- **Adam state** $2Pp$: `torch.optim.Adam` keeps `exp_avg` and `exp_avg_sq` for every
-  parameter, in the parameter's dtype;
-- **key/value cache** of incremental decoding (see
-  [`Decoder.init_cache`][vanilla_transformer.model.decoder.Decoder.init_cache]): after $t$ decoder
-  positions, the self-attention caches hold $2NBtd$ elements (keys and values, growing by one
-  position per generated token) and the cross-attention caches $2NBSd$ (computed once from the
-  $S$ source positions);
-- **activations** kept for the backward pass: an estimate, described below.
+$$
+M_{train} = (4P + Q)\,p + A, \qquad M_{cache} = 2NBd\,(t + S)\,p
+$$
 
-The activation estimate adapts section 4.1 of Korthikanti et al. (2022), "Reducing Activation
-Recomputation in Large Transformer Models" (arXiv:2205.05198), to this encoder-decoder. That
-paper counts, for one layer of a decoder-only model without recomputation, the tensors that the
-backward pass keeps: $sbh(34 + 5as/h)$ bytes for 16-bit activations and 1-byte dropout masks.
-Counted the same way here, for a sublayer with $L$ query positions, $L'$ key positions and $a$
-heads, in elements of $p$ bytes:
-
-| kept for the backward pass | elements |
-| --- | --- |
-| LayerNorm: its input (torch flavour) or its normalised input (annotated flavour) | $BLd$ |
-| attention: projection input, $Q$, $K$, $V$, output-projection input | $5BLd$ (self); $3BLd + 2BL'd$ (cross: its key/value input is the encoder output, counted once) |
-| attention weights: softmax output; with dropout also the mask and the dropped weights | $BaLL'$ each |
-| feed-forward: $W_1$ input; ReLU output; with dropout also the mask and the dropped output | $BLd$; $BLd_{ff}$ each |
-| residual dropout mask | $BLd$ |
-| fused projections (only for inputs of at least $d$ rows, $BL \ge d$): the concatenated copy $[W^Q; W^K; W^V]$ of each self-attention, $[W^K; W^V]$ of each cross-attention | $3d^2$, $2d^2$ |
-
-plus the dropout masks after the positional encoding, the final LayerNorm inputs, the encoder
-output (the cross-attention key/value input, one tensor shared by every decoder layer) and the
-generator's input and log-probabilities, $BT(d + V_{tgt})$. A dropout mask takes `mask_bytes`
-per element: 1 with the fused kernel used on GPUs (as in the paper), $p$ on CPU. With
-`dropout == 0` there are no masks and no dropped copies. Left out: token ids, attention masks and
-LayerNorm statistics, all $O(BL)$. The estimate assumes that the attention weights are
-materialised, as on the reference path and in PyTorch's math kernel; fused attention kernels
-keep only $O(BaL)$ of them. On CPU, for tiny models, the estimate is within about 1% of the bytes
-that autograd actually keeps on the reference path (a test measures them).
-
-Explained on the *Parameter calculator* guide page.
+Explained on the [Parameter calculator][calculator-guide] page.
 """
 
 from __future__ import annotations
@@ -52,7 +21,8 @@ import torch
 
 from .._checks import check_positive_int
 from ..model.config import ModelConfig
-from .parameters import Component, _describe, _format_table, parameter_count_for
+from ._table import describe, format_table
+from .parameters import Component, parameter_count_for
 
 __all__ = ['dtype_bytes', 'format_bytes', 'MemoryEstimate', 'memory_estimate_for', 'memory_estimate']
 
@@ -86,7 +56,8 @@ def dtype_bytes(dtype: torch.dtype | str) -> int:
         The element size in bytes.
 
     Raises:
-        ValueError: for an unknown name. TypeError: for anything else.
+        ValueError: for an unknown name.
+        TypeError: for anything that is neither a `torch.dtype` nor a string.
 
     Examples:
         >>> dtype_bytes("bf16"), dtype_bytes(torch.float32), dtype_bytes("torch.float64")
@@ -198,7 +169,7 @@ class MemoryEstimate:
             >>> print(memory_estimate(11, 11, N=2).table().splitlines()[4])
             weights                                   58,927,148 B    56.2 MiB
         """
-        lines = [f"memory of {_describe(self.config)}",
+        lines = [f"memory of {describe(self.config)}",
                  f"  in {self.dtype} ({self.bytes_per_element} bytes per element)"]
         if self.src_len is not None:
             lines[-1] += f", batch={self.batch}, src_len={self.src_len}, tgt_len={self.tgt_len}"
@@ -207,7 +178,7 @@ class MemoryEstimate:
             lines.append(f"{_LABELS[name].ljust(34)} {n:>17,} B {format_bytes(n):>11}")
         if self.activation_components:
             lines += ["", "activations (estimate; Korthikanti et al. 2022, adapted):",
-                      _format_table(self.activation_components, "bytes", self.activations)]
+                      format_table(self.activation_components, "bytes", self.activations)]
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
@@ -240,16 +211,18 @@ def _activations(
     d, d_ff, a, n = config.d_model, config.d_ff, config.h, config.N
     m = mask_bytes if config.dropout > 0 else 0  # no dropout, no masks
     kept = p if config.dropout > 0 else 0  # dropout's output is a new tensor
-    ln = p  # per LayerNorm input element: x (torch) or the normalised x (annotated)
+    # per row, a LayerNorm keeps: nn.LayerNorm its input, mean and 1/std; the annotated formula,
+    # differentiated by autograd, x, x - mean, a_2 * (x - mean), std and std + eps
+    norm = (d + 2) * p if config.layer_norm == "torch" else (3 * d + 2) * p
 
     def probs(q_len: int, k_len: int) -> int:  # softmax output, dropout mask and output
         return B * a * q_len * k_len * (p + m + kept)
 
     def self_attention(L: int) -> int:  # LN, input, Q, K, V, W^O input, residual mask
-        return B * L * d * (ln + 5 * p + m) + probs(L, L)
+        return B * L * (norm + d * (5 * p + m)) + probs(L, L)
 
     def feed_forward(L: int) -> int:  # LN, W_1 input, residual mask; ReLU, mask, W_2 input
-        return B * L * d * (ln + p + m) + B * L * d_ff * (p + m + kept)
+        return B * L * (norm + d * (p + m)) + B * L * d_ff * (p + m + kept)
 
     return (
         Component("embedding_dropout", B * (S + T) * d * m, 1, "masks"),
@@ -258,9 +231,9 @@ def _activations(
         Component("encoder_output", B * S * d * p, 1, "read by every cross-attention"),
         Component("decoder_self_attention", self_attention(T), n),
         Component("cross_attention",
-                  B * T * d * (ln + 3 * p + m) + 2 * B * S * d * p + probs(T, S), n),
+                  B * T * (norm + d * (3 * p + m)) + 2 * B * S * d * p + probs(T, S), n),
         Component("decoder_feed_forward", feed_forward(T), n),
-        Component("final_norms", B * (S + T) * d * ln, 1 if config.has_final_norm else 0),
+        Component("final_norms", B * (S + T) * norm, 1 if config.has_final_norm else 0),
         Component("generator", B * T * (d + config.tgt_vocab) * p, 1, "input, log-probs"),
         # attention fuses its projections only for inputs of at least d_model rows
         Component("fused_qkv_weights", 3 * d * d * p, n * ((B * S >= d) + (B * T >= d)),
@@ -329,50 +302,32 @@ def memory_estimate_for(
 def memory_estimate(
     src_vocab: int,
     tgt_vocab: int,
-    N: int = 6,
-    d_model: int = 512,
-    d_ff: int = 2048,
-    h: int = 8,
-    dropout: float = 0.1,
-    *,
+    *sizes: Any,
     batch: int = 1,
     src_len: int | None = None,
     tgt_len: int | None = None,
     dtype: torch.dtype | str = torch.float32,
     mask_bytes: int = 1,
-    tie_weights: bool = False,
-    norm_first: bool = True,
-    layer_norm: str = "annotated",
-    final_norm: bool | None = None,
-    generator_bias: bool = True,
-    max_len: int = 5000,
+    **options: Any,
 ) -> MemoryEstimate:
     """Memory estimate for the model `make_model` builds with the same arguments.
 
     Weights, gradients and Adam state are exact for the given dtype; the key/value cache is
     exact for [`Decoder.init_cache`][vanilla_transformer.model.decoder.Decoder.init_cache]; the
-    activations are an estimate (see the module notes for what is counted and the source of the
-    formula). Heads and dropout matter only to the activations.
+    activations are an estimate (the guide page lists what is counted). Heads, dropout and the
+    LayerNorm flavour matter only to the activations.
 
     Args:
         src_vocab: source vocabulary size.
         tgt_vocab: target vocabulary size.
-        N: layers per stack.
-        d_model: model width.
-        d_ff: feed-forward hidden width.
-        h: heads (the attention weights are stored per head).
-        dropout: with `dropout > 0` the dropout masks and outputs are counted.
+        *sizes: `N, d_model, d_ff, h, dropout` by position, as `make_model` takes them.
         batch: sentence pairs per batch.
         src_len: source length (activations and caches need both lengths).
         tgt_len: target length.
         dtype: a `torch.dtype` or a name (`"float32"`, `"bf16"`, `"fp16"`, ...).
         mask_bytes: bytes per dropout-mask element (1 on GPUs; the dtype's size on CPU).
-        tie_weights: see `make_model`.
-        norm_first: see `make_model`.
-        layer_norm: see `make_model`.
-        final_norm: see `make_model`.
-        generator_bias: see `make_model`.
-        max_len: see `make_model` (sets the buffer size).
+        **options: any field of [`ModelConfig`][vanilla_transformer.model.config.ModelConfig]
+            by name.
 
     Returns:
         A [`MemoryEstimate`][vanilla_transformer.analysis.memory.MemoryEstimate].
@@ -380,17 +335,13 @@ def memory_estimate(
     Raises:
         ValueError: for the same bad arguments as `make_model`, a non-positive batch or length,
             or an unknown dtype name.
-        TypeError: for a non-integer size or a dtype of the wrong type.
+        TypeError: for a non-integer size, an unknown option or a dtype of the wrong type.
 
     Examples:
         >>> m = memory_estimate(11, 11, N=2)
         >>> m.training_total == 4 * m.weights + m.buffers  # weights, grads, two Adam states
         True
     """
-    config = ModelConfig(
-        src_vocab, tgt_vocab, N, d_model, d_ff, h, dropout,
-        tie_weights=tie_weights, norm_first=norm_first, layer_norm=layer_norm,
-        final_norm=final_norm, generator_bias=generator_bias, max_len=max_len,
-    )
+    config = ModelConfig(src_vocab, tgt_vocab, *sizes, **options)
     return memory_estimate_for(config, batch=batch, src_len=src_len, tgt_len=tgt_len,
                                dtype=dtype, mask_bytes=mask_bytes)

@@ -304,7 +304,7 @@ def count_parameters(module: nn.Module) -> ModuleCount:
 def source_terms(d_model: int = 512, vocab: int = 0) -> dict[str, int]:
     """The four terms of the closed form derived in the source-code tour, for `N = 6`, `d_ff = 4 d`.
 
-    The tour is the one the [source code exploration](../articles/source-code-exploration.md)
+    The tour is the one the [source code exploration][transformer-source-code-exploration]
     page follows; its section 5 counts:
 
     - 5.1 attention: 18 blocks (6 encoder, 12 decoder) of $4(d^2 + d)$: $72d^2 + 72d$.

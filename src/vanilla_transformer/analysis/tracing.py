@@ -1,16 +1,14 @@
-r"""Shape tracing: record the tensor shapes that enter and leave every module in one real forward
-pass.
+r"""Shape tracing: the tensor shapes that enter and leave every module in one real forward pass.
 
-The paper describes the model's shapes in prose (section 3: every sublayer produces outputs of
-dimension $d_{model}$; section 3.2.2: $h$ heads of size $d_k = d_{model}/h$). The sources draw
-them as hand-made tables. [`trace_shapes`][vanilla_transformer.analysis.tracing.trace_shapes] measures them
-instead: it attaches a pre-forward and a forward hook to every submodule, runs the model once,
-removes the hooks again (even when the forward pass fails), and returns one
-[`ShapeRecord`][vanilla_transformer.analysis.tracing.ShapeRecord] per module call, in the order the calls
-*started*, so a parent comes before its children. The records can be printed with
-[`format_shape_table`][vanilla_transformer.analysis.tracing.format_shape_table].
+Every sublayer keeps the model's width (paper section 3), and attention splits it into $h$
+heads (section 3.2.2):
 
-Explained on the *Tracing the data flow* and *Source code exploration* pages.
+$$
+(\mathrm{batch}, \mathrm{seq\_len}, d_{model}) \to (\mathrm{batch}, h, \mathrm{seq\_len}, d_k),
+\qquad d_k = d_{model} / h
+$$
+
+Explained on the [Tracing the data flow][tracing-the-data-flow] page.
 """
 
 from __future__ import annotations
@@ -58,7 +56,7 @@ class ShapeRecord:
     @property
     def depth(self) -> int:
         """How deep the module sits: 0 for the model itself, 1 for its children, and so on."""
-        return 0 if self.path == "" else self.path.count(".") + 1
+        return _depth(self.path)
 
     @property
     def name(self) -> str:
@@ -87,9 +85,12 @@ def _output_shape(value: Any) -> OutputShape:
     return shapes[0] if len(shapes) == 1 else shapes
 
 
+def _depth(path: str) -> int:
+    return 0 if path == "" else path.count(".") + 1
+
+
 def _is_selected(name: str, module: nn.Module, max_depth: int | None, leaf_only: bool) -> bool:
-    depth = 0 if name == "" else name.count(".") + 1
-    if max_depth is not None and depth > max_depth:
+    if max_depth is not None and _depth(name) > max_depth:
         return False
     return not (leaf_only and next(module.children(), None) is not None)
 

@@ -1,16 +1,11 @@
-r"""The `vanilla-transformer` command line (also `python -m vanilla_transformer`).
+"""The `vanilla-transformer` command line (also `python -m vanilla_transformer`).
 
-Subcommands:
-
-- `params`: the parameter, FLOP and memory calculator of
-  [`analysis`][vanilla_transformer.analysis], without building the model.
-
-Each subcommand lives in a module that exposes `register(subparsers)`: it adds its parser with
-`subparsers.add_parser(...)` and sets `handler=function(args) -> int` with `set_defaults`. They are
-all registered in [`build_parser`][vanilla_transformer.cli.build_parser], in one place.
-
-A bad argument, or one the package rejects (a `ValueError` or `TypeError`, such as a `d_model` not
-divisible by `h`), prints one line on stderr and exits with status 2, without a traceback.
+Subcommands: `params`, the parameter, FLOP and memory calculator of
+[`analysis`][vanilla_transformer.analysis], and `copy-task`
+([`cli.copy_task`][vanilla_transformer.cli.copy_task]). Each module exposes
+`register(subparsers)`, called in [`build_parser`][vanilla_transformer.cli.build_parser]; the
+model's options come from [`cli.options`][vanilla_transformer.cli.options]. A rejected argument
+prints one line on stderr and exits with status 2.
 
 Explained on the *Parameter calculator* guide page.
 """
@@ -28,8 +23,8 @@ from ..analysis.flops import forward_flops_for
 from ..analysis.memory import memory_estimate_for
 from ..analysis.parameters import parameter_count_for
 from ..model.config import PRESETS, ModelConfig
-from ..model.layers import LAYER_NORMS
 from . import copy_task
+from .options import add_config_arguments, config_values
 
 __all__ = [
     "PROG",
@@ -113,47 +108,7 @@ def register(subparsers: Any) -> None:
     model.add_argument(
         "--preset", choices=sorted(PRESETS), help="the paper's base or big sizes (Table 3)"
     )
-    model.add_argument("--src-vocab", type=int, help="source vocabulary size")
-    model.add_argument("--tgt-vocab", type=int, help="target vocabulary size")
-    model.add_argument("-N", "--N", type=int, dest="N", help="layers per stack (6)")
-    model.add_argument("--d-model", type=int, help="model width (512)")
-    model.add_argument("--d-ff", type=int, help="feed-forward width (2048)")
-    model.add_argument("--h", type=int, help="attention heads (8)")
-    model.add_argument("--dropout", type=float, help="dropout probability (0.1)")
-    model.add_argument(
-        "--tie-weights",
-        action="store_true",
-        default=None,
-        help="share one matrix between both embeddings and the generator",
-    )
-    model.add_argument(
-        "--norm-first",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="pre-norm residual blocks (default) or, with --no-norm-first, post-norm",
-    )
-    model.add_argument(
-        "--post-norm",
-        action="store_false",
-        dest="norm_first",
-        default=None,
-        help="the paper's post-norm blocks (same as --no-norm-first)",
-    )
-    model.add_argument("--layer-norm", choices=LAYER_NORMS, help="LayerNorm flavour")
-    model.add_argument(
-        "--final-norm",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="a LayerNorm after each stack (default: only for pre-norm)",
-    )
-    model.add_argument(
-        "--no-generator-bias",
-        action="store_false",
-        dest="generator_bias",
-        default=None,
-        help="no bias in the generator's projection",
-    )
-    model.add_argument("--max-len", type=int, help="positional-table length (5000)")
+    add_config_arguments(model)
     run = p.add_argument_group("workload (for FLOPs, activations and the key/value cache)")
     run.add_argument("--batch", type=int, help="sentence pairs per batch (1)")
     run.add_argument("--src-len", type=int, help="source length (default: --tgt-len)")
@@ -189,22 +144,7 @@ def config_from_args(args: argparse.Namespace) -> ModelConfig:
     values: dict[str, Any] = dict(PRESETS[args.preset]) if args.preset else {}
     if args.preset:
         values.update(src_vocab=PRESET_VOCAB, tgt_vocab=PRESET_VOCAB)
-    names = (
-        "src_vocab",
-        "tgt_vocab",
-        "N",
-        "d_model",
-        "d_ff",
-        "h",
-        "dropout",
-        "tie_weights",
-        "norm_first",
-        "layer_norm",
-        "final_norm",
-        "generator_bias",
-        "max_len",
-    )
-    values.update({n: getattr(args, n) for n in names if getattr(args, n) is not None})
+    values.update(config_values(args))
     if "src_vocab" not in values or "tgt_vocab" not in values:
         raise ValueError("--src-vocab and --tgt-vocab are required unless --preset is given")
     return ModelConfig(**values)

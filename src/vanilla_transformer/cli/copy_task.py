@@ -1,21 +1,7 @@
-r"""The copy task: train a small Transformer to output its input, and check it with greedy decoding.
+"""The `copy-task` subcommand: train a small model to copy its input, report the loss and the
+exact match on held-out sequences, and save or load the model.
 
-The task is the Annotated Transformer's first experiment and the quickest end-to-end test of a
-Transformer implementation: random sequences from
-[`data_gen`][vanilla_transformer.data.copy_task.data_gen] (start symbol `1`, tokens `1..vocab-1`,
-padding `0`), the target equal to the source. Training uses the paper's optimizer settings
-(section 5.3: Adam with $\beta_1 = 0.9$, $\beta_2 = 0.98$, $\epsilon = 10^{-9}$ and the warm-up
-schedule [`rate`][vanilla_transformer.training.schedule.rate]), scaled down to a model that trains in
-well under a minute on a laptop CPU.
-
-The trained model is judged by **exact match**: the share of 100 held-out sequences (drawn with
-a different seed from the training data) that greedy decoding, started from the start symbol
-`1`, reproduces token for token.
-
-The command line's `copy-task` subcommand (see [`register`][vanilla_transformer.cli.copy_task.register])
-trains, reports the loss and the exact match, and saves or loads the model.
-
-Explained on the *Training the copy task* page.
+Explained on the [Training the copy task][training-guide] page.
 """
 
 from __future__ import annotations
@@ -29,26 +15,29 @@ from ..data.copy_task import START_SYMBOL, heldout_sequences
 from ..training.checkpoints import load_checkpoint, save_checkpoint
 from ..training.copy_task import CopyTaskConfig, exact_match, train_copy_model
 from ..training.loop import TrainState
+from .options import add_config_arguments, config_values
 
-__all__ = ['register', 'run_copy_task', 'main']
-
-
-# ---------------------------------------------------------------------------------------------
-# command line
+__all__ = ['add_task_arguments', 'task_config_from_args', 'register', 'run_copy_task', 'main']
 
 
-def _add_arguments(parser: argparse.ArgumentParser) -> None:
+def add_task_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the options of a [`CopyTaskConfig`][vanilla_transformer.training.copy_task.CopyTaskConfig]:
+    the model's (generated from `ModelConfig`), the data's and the training's.
+
+    Args:
+        parser: the parser to extend (the `copy-task` subcommand, the `torchrun` entry).
+
+    Examples:
+        >>> import argparse
+        >>> from vanilla_transformer.cli.copy_task import add_task_arguments, task_config_from_args
+        >>> parser = argparse.ArgumentParser()
+        >>> add_task_arguments(parser)
+        >>> task_config_from_args(parser.parse_args(["--d-model", "32", "--steps", "5"])).d_model
+        32
+    """
     d = CopyTaskConfig()
-    model = parser.add_argument_group("model")
-    model.add_argument("--N", type=int, default=d.N,
-                       help="layers per stack (default %(default)s)")
-    model.add_argument("--d-model", type=int, default=d.d_model,
-                       help="model width (default %(default)s)")
-    model.add_argument("--d-ff", type=int, default=d.d_ff,
-                       help="feed-forward width (default %(default)s)")
-    model.add_argument("--h", type=int, default=d.h, help="attention heads (default %(default)s)")
-    model.add_argument("--dropout", type=float, default=d.dropout,
-                       help="dropout (default %(default)s)")
+    add_config_arguments(parser.add_argument_group("model"), d.model,
+                         exclude={"src_vocab", "tgt_vocab"})
     data = parser.add_argument_group("data")
     data.add_argument("--vocab", type=int, default=d.vocab,
                       help="vocabulary size (default %(default)s)")
@@ -56,9 +45,10 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
                       help="sequence length, start symbol included (default %(default)s)")
     train = parser.add_argument_group("training")
     train.add_argument("--seed", type=int, default=d.seed, help="random seed (default %(default)s)")
-    train.add_argument("--steps", type=int, default=d.steps, help="optimizer steps (default %(default)s)")
+    train.add_argument("--steps", type=int, default=d.steps,
+                       help="optimizer steps (default %(default)s)")
     train.add_argument("--batch-size", type=int, default=d.batch_size,
-                       help="sequences per batch (default %(default)s)")
+                       help="sequences per batch (per rank when distributed; default %(default)s)")
     train.add_argument("--accum-iter", type=int, default=d.accum_iter,
                        help="batches per optimizer step (default %(default)s)")
     train.add_argument("--warmup", type=int, default=d.warmup,
@@ -70,6 +60,25 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     train.add_argument("--threads", type=int, default=1,
                        help="CPU threads for PyTorch (default %(default)s: the model is small, so "
                        "more threads mostly add overhead)")
+    train.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def task_config_from_args(args: argparse.Namespace) -> CopyTaskConfig:
+    """The [`CopyTaskConfig`][vanilla_transformer.training.copy_task.CopyTaskConfig] that options
+    added by [`add_task_arguments`][vanilla_transformer.cli.copy_task.add_task_arguments] describe.
+
+    Raises:
+        ValueError: for a value out of range. TypeError: for a value of the wrong type.
+    """
+    return CopyTaskConfig(
+        vocab=args.vocab, seq_len=args.seq_len, batch_size=args.batch_size, steps=args.steps,
+        accum_iter=args.accum_iter, warmup=args.warmup, factor=args.factor,
+        smoothing=args.smoothing, seed=args.seed, **config_values(args),
+    )
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_task_arguments(parser)
     run = parser.add_argument_group("evaluation and files")
     run.add_argument("--eval-size", type=int, default=100,
                      help="held-out sequences to decode (default %(default)s)")
@@ -80,7 +89,6 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--save", metavar="PATH", help="save the trained model to PATH")
     run.add_argument("--load", metavar="PATH",
                      help="load a model saved with --save instead of training one")
-    run.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -117,15 +125,6 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     _add_arguments(parser)
     parser.set_defaults(handler=run_copy_task)
     return parser
-
-
-def _config_from_args(args: argparse.Namespace) -> CopyTaskConfig:
-    return CopyTaskConfig(
-        vocab=args.vocab, seq_len=args.seq_len, N=args.N, d_model=args.d_model, d_ff=args.d_ff,
-        h=args.h, dropout=args.dropout, batch_size=args.batch_size, steps=args.steps,
-        accum_iter=args.accum_iter, warmup=args.warmup, factor=args.factor,
-        smoothing=args.smoothing, seed=args.seed,
-    )
 
 
 def run_copy_task(args: argparse.Namespace) -> int:
@@ -167,21 +166,25 @@ def run_copy_task(args: argparse.Namespace) -> int:
         torch.set_num_threads(threads)
 
 
+def _sizes(config: CopyTaskConfig) -> str:
+    m = config.model
+    return f"N={m.N} d_model={m.d_model} h={m.h} d_ff={m.d_ff}"
+
+
 def _run(args: argparse.Namespace) -> int:
     if args.load:
         model, meta = load_checkpoint(args.load)
         # the task's sizes come from the file when it has them, else from the options
-        config = CopyTaskConfig(**meta["task"]) if "task" in meta else _config_from_args(args)
-        print(f"loaded {args.load}: N={config.N} d_model={config.d_model} h={config.h} "
-              f"d_ff={config.d_ff}, trained {meta.get('steps', '?')} steps with seed "
-              f"{meta.get('seed', '?')}")
+        config = (CopyTaskConfig.from_dict(meta["task"]) if "task" in meta
+                  else task_config_from_args(args))
+        print(f"loaded {args.load}: {_sizes(config)}, trained {meta.get('steps', '?')} steps "
+              f"with seed {meta.get('seed', '?')}")
         seed = meta.get("seed", config.seed)
     else:
-        config = _config_from_args(args)
-        print(f"copy task: vocab {config.vocab}, seq_len {config.seq_len}; model N={config.N} "
-              f"d_model={config.d_model} h={config.h} d_ff={config.d_ff}; {config.steps} steps "
-              f"of {config.batch_size * config.accum_iter} sequences; seed {config.seed}",
-              flush=True)
+        config = task_config_from_args(args)
+        print(f"copy task: vocab {config.vocab}, seq_len {config.seq_len}; model {_sizes(config)}; "
+              f"{config.steps} steps of {config.batch_size * config.accum_iter} sequences; "
+              f"seed {config.seed}", flush=True)
         every = max(1, config.steps // 5)
 
         def report(state: TrainState, loss: float) -> None:

@@ -59,6 +59,7 @@ def add_config_arguments(
 
     Examples:
         >>> import argparse
+        >>> from vanilla_transformer.cli.options import add_config_arguments, config_values
         >>> parser = argparse.ArgumentParser()
         >>> add_config_arguments(parser, exclude={"src_vocab", "tgt_vocab"})
         >>> args = parser.parse_args(["--d-model", "64", "--no-tie-weights", "--post-norm"])
@@ -72,14 +73,18 @@ def add_config_arguments(
             continue
         default = values.get(f.name)
         shown = f.default if defaults is None else default
-        text = f"{helps.get(f.name, f.name)} (default: {shown})".replace("%", "%%")
-        kwargs: dict[str, Any] = dict(dest=f.name, default=default, help=text)
+        text = helps.get(f.name, f.name)
+        if shown is not dataclasses.MISSING:
+            text += f" (default: {shown})"
+        kwargs: dict[str, Any] = dict(dest=f.name, default=default)
         if f.type in ("bool", "bool | None"):
             kwargs["action"] = argparse.BooleanOptionalAction
         else:
             kwargs["type"] = _TYPES[f.type]
             kwargs["choices"] = _CHOICES.get(f.name)
-        parser.add_argument(*_ALIASES.get(f.name, []), "--" + f.name.replace("_", "-"), **kwargs)
+        flags = [*_ALIASES.get(f.name, []), "--" + f.name.replace("_", "-")]
+        # set after construction: some Python versions append a default to a switch's help
+        parser.add_argument(*flags, **kwargs).help = text.replace("%", "%%")
         if f.name == "norm_first":
             parser.add_argument("--post-norm", action="store_false", dest="norm_first",
                                 default=argparse.SUPPRESS,

@@ -1,15 +1,7 @@
-r"""Batches of source and target ids with their masks, padding, and the copy-task data.
+"""Batches of source and target ids with their masks; padding is on the **right**.
 
-A [`Batch`][vanilla_transformer.data.batching.Batch] splits the target into the decoder input `tgt`
-(every token but the last) and the tokens to predict `tgt_y` (every token but the first), and
-builds both masks. Padding is on the **right**.
-
-!!! warning "The copy task's start symbol"
-    [`data_gen`][vanilla_transformer.data.copy_task.data_gen] follows the sources: every sequence starts
-    with the symbol `1`, the other tokens are drawn from `1..V-1`, and the padding id is `0`. The
-    decoder is therefore trained to start from `1`, so greedy decoding must be given
-    `start_symbol=1`. Some versions of the source code decode from `start_symbol=0`, which is the
-    padding id and a token the model never saw in that position.
+A [`Batch`][vanilla_transformer.data.batching.Batch] splits the target into the decoder input
+`tgt` (every token but the last) and the tokens to predict `tgt_y` (every token but the first).
 
 Explained on the *Source code exploration* page.
 """
@@ -41,7 +33,7 @@ class Batch:
         src: source ids `(batch, src_len)`, right-padded with `pad`.
         tgt: full target ids `(batch, tgt_len + 1)`, starting with the start symbol and
             right-padded with `pad`; or `None` for a source-only batch.
-        pad: the padding id (the sources' default, 2, is `<blank>` in their vocabulary).
+        pad: the padding id (the Annotated Transformer's default, 2, is `<blank>` in its vocabulary).
 
     Attributes:
         src: `(batch, src_len)`.

@@ -1,21 +1,7 @@
-r"""The copy task: train a small Transformer to output its input, and check it with greedy decoding.
+"""The copy task's data: random sequences that start with the symbol `1`, padding `0`, the
+target equal to the source.
 
-The task is the Annotated Transformer's first experiment and the quickest end-to-end test of a
-Transformer implementation: random sequences from
-[`data_gen`][vanilla_transformer.data.copy_task.data_gen] (start symbol `1`, tokens `1..vocab-1`,
-padding `0`), the target equal to the source. Training uses the paper's optimizer settings
-(section 5.3: Adam with $\beta_1 = 0.9$, $\beta_2 = 0.98$, $\epsilon = 10^{-9}$ and the warm-up
-schedule [`rate`][vanilla_transformer.training.schedule.rate]), scaled down to a model that trains in
-well under a minute on a laptop CPU.
-
-The trained model is judged by **exact match**: the share of 100 held-out sequences (drawn with
-a different seed from the training data) that greedy decoding, started from the start symbol
-`1`, reproduces token for token.
-
-The command line's `copy-task` subcommand (see [`register`][vanilla_transformer.cli.copy_task.register])
-trains, reports the loss and the exact match, and saves or loads the model.
-
-Explained on the *Training the copy task* page.
+Explained on the [Training the copy task][training-guide] page.
 """
 
 from __future__ import annotations
@@ -86,7 +72,7 @@ def data_gen(
         seed: seed for a private random generator, for reproducible data. Ignored when
             `generator` is given.
         generator: a `torch.Generator` to draw from. With neither, the global generator is used,
-            as in the sources.
+            as in the Annotated Transformer.
 
     Yields:
         [`Batch`][vanilla_transformer.data.batching.Batch]es with `pad=0` and `src == tgt`.

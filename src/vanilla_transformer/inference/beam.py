@@ -143,7 +143,7 @@ def beam_search(
     ranks among the first `beam_size` is finished; the best `beam_size` others stay alive. A row
     stops once it has `beam_size` finished hypotheses; at `max_len` the best extensions are
     finished as they are. The result is the finished hypothesis with the best score
-    $\log P / lp$, so `beam_size=1` is greedy decoding. With the cache, the self-attention
+    $\\log P / lp$, so `beam_size=1` is greedy decoding. With the cache, the self-attention
     caches are reordered with the beams. The inputs are checked once, as in `greedy_decode`.
     Call `model.eval()` first.
 

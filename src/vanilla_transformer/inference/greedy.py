@@ -128,7 +128,7 @@ def greedy_decode(
 
     The inputs are checked once; then the source is encoded once and the decoder runs
     `max_len - 1` times. By default each step recomputes the decoder over the whole prefix, as
-    the sources do. With `use_cache=True` each step feeds only the newest token and the
+    the Annotated Transformer does. With `use_cache=True` each step feeds only the newest token and the
     attention modules keep their keys and values in a
     [`KVCache`][vanilla_transformer.model.cache.KVCache]; the tokens are the same.
 

@@ -1,52 +1,8 @@
-r"""Interoperability with PyTorch's own `torch.nn.Transformer`: weights and masks.
+"""Masks in PyTorch's conventions, converted to and from the package's keep-masks.
 
-The package and `torch.nn` compute the same function when they are built alike, but store it
-differently:
-
-| this package | `torch.nn` |
-| --- | --- |
-| `self_attn.linears[0]`, `[1]`, `[2]` ($W^Q, W^K, W^V$ with biases) | `self_attn.in_proj_weight` / `in_proj_bias`, stacked `[q; k; v]` |
-| `self_attn.linears[3]` ($W^O$) | `self_attn.out_proj` |
-| `src_attn` (decoder) | `multihead_attn` |
-| `feed_forward.w_1`, `feed_forward.w_2` | `linear1`, `linear2` |
-| `sublayer[0].norm`, `[1]`, `[2]` | `norm1`, `norm2`, `norm3` |
-| `encoder.norm`, `decoder.norm` (`nn.Identity` when absent) | `encoder.norm`, `decoder.norm` (`None` when absent) |
-| keep-masks, `True` = may attend | `attn_mask` / `key_padding_mask`, `True` = blocked |
-
-[`load_from_torch`][vanilla_transformer.interop.weights.load_from_torch] copies weights from `torch.nn`
-modules into the package's, [`to_torch`][vanilla_transformer.interop.weights.to_torch] builds the
-`torch.nn` modules from the package's, and
-[`forward_with_torch_masks`][vanilla_transformer.interop.masks.forward_with_torch_masks] and
-[`batch_masks_to_torch`][vanilla_transformer.interop.masks.batch_masks_to_torch] translate the masks.
-The embeddings, positional encoding and generator have no counterpart inside `nn.Transformer`
-(it starts from embedded inputs and returns decoder states), so they are not converted.
-
-What must match for the two to compute the same function (anything else raises `ValueError`):
-
-- the LayerNorm: `nn.LayerNorm` (build with `make_model(..., layer_norm="torch")`); the
-  "annotated" LayerNorm uses the unbiased standard deviation and adds eps to it, a different
-  function. The eps must be equal (`1e-5`, PyTorch's default);
-- `norm_first`, `d_model`, `nhead` = `h`, `dim_feedforward` = `d_ff`, the number of layers;
-- the final LayerNorms: `nn.Transformer` always builds one after each stack, even in post-norm
-  mode, where the paper has none. Build with `make_model(..., final_norm=True)` to match it. A
-  model without final norms (the paper's post-norm, `final_norm=None`) can be exported only with
-  `to_torch(model, allow_no_final_norm=True)`, which sets `encoder.norm` and `decoder.norm` of
-  the `nn.Transformer` to `None` (a setting `nn.TransformerEncoder`/`Decoder` support; a freshly
-  constructed `nn.Transformer` cannot load that state dict);
-- `activation="relu"` (the paper's FFN) and `bias=True`; standard layer classes (a custom
-  encoder or decoder is accepted only if it is a plain `nn.TransformerEncoder` /
-  `nn.TransformerDecoder` of standard layers).
-
-`batch_first` is **not** checked when loading: it changes how inputs are laid out, not the
-weights, so a model loaded from a `batch_first=False` transformer gives the same results once the
-inputs `(seq_len, batch, d_model)` are transposed to `(batch, seq_len, d_model)`.
-[`to_torch`][vanilla_transformer.interop.weights.to_torch] always builds `batch_first=True` modules,
-like the package.
-
-Dropout is not a weight: the package model keeps its own dropout probability when loading, and
-`to_torch` copies it.
-
-Explained on the *PyTorch's nn.Transformer and its masks* page.
+PyTorch's `attn_mask` and `key_padding_mask` mean *blocked* where they are `True` (or `-inf`);
+the package's keep-masks mean *may attend*.
+Explained on the [PyTorch's nn.Transformer][interop-guide] page.
 """
 
 from __future__ import annotations
@@ -58,7 +14,7 @@ import torch
 from .._checks import check_positive_int
 from ..data.batching import Batch
 from ..model.encoder_decoder import EncoderDecoder
-from ..model.masks import subsequent_mask
+from ..model.masks import as_keep_mask, subsequent_mask
 
 __all__ = ['forward_with_torch_masks', 'TorchMasks', 'batch_masks_to_torch', 'keep_to_attn_mask', 'attn_mask_to_keep', 'keep_to_key_padding_mask', 'key_padding_mask_to_keep', 'torch_masks_to_keep']
 
@@ -98,8 +54,11 @@ def forward_with_torch_masks(
         Decoder states `(batch, tgt_len, d_model)`.
 
     Raises:
-        ValueError: for masks the conversions reject (see
-            [`masks`][vanilla_transformer.model.masks]) or shapes the stacks reject.
+        ValueError: if `src` and `tgt` are not `(batch, seq_len, d_model)` with the model's
+            `d_model` and one batch size, or for masks the conversions reject (see
+            [`torch_masks_to_keep`][vanilla_transformer.interop.masks.torch_masks_to_keep]) or
+            whose shapes do not fit `src` and `tgt`.
+        TypeError: if `src` or `tgt` is not a floating-point tensor.
 
     Examples:
         >>> model = make_model(11, 11, N=1, d_model=32, d_ff=64, h=4, dropout=0.0)
@@ -108,10 +67,24 @@ def forward_with_torch_masks(
         >>> forward_with_torch_masks(model, src, tgt, tgt_mask=causal).shape
         torch.Size([2, 3, 32])
     """
-    h = model.encoder.layers[0].self_attn.h
-    enc_keep = torch_masks_to_keep(src_mask, src_key_padding_mask, num_heads=h)
-    self_keep = torch_masks_to_keep(tgt_mask, tgt_key_padding_mask, num_heads=h)
-    cross_keep = torch_masks_to_keep(memory_mask, memory_key_padding_mask, num_heads=h)
+    attn = model.encoder.layers[0].self_attn
+    h, d_model = attn.h, attn.h * attn.d_k
+    for name, x in (("src", src), ("tgt", tgt)):
+        if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+            raise TypeError(f"{name} must be a floating-point tensor (batch, seq_len, d_model) "
+                            f"of embeddings, got {getattr(x, 'dtype', type(x).__name__)}")
+        if x.dim() != 3 or x.size(0) != src.size(0) or x.size(-1) != d_model:
+            raise ValueError(f"{name} must have shape (batch={src.size(0)}, seq_len, "
+                             f"d_model={d_model}), got {tuple(x.shape)}")
+    (batch, S, _), T = src.shape, tgt.size(1)
+
+    def keep(attn_mask, key_padding_mask, query_len, key_len, name):
+        merged = torch_masks_to_keep(attn_mask, key_padding_mask, num_heads=h)
+        return as_keep_mask(merged, batch, query_len, key_len, name)
+
+    enc_keep = keep(src_mask, src_key_padding_mask, S, S, "src_mask")
+    self_keep = keep(tgt_mask, tgt_key_padding_mask, T, T, "tgt_mask")
+    cross_keep = keep(memory_mask, memory_key_padding_mask, T, S, "memory_mask")
     memory = model.encoder(src, enc_keep)
     return model.decoder(tgt, memory, cross_keep, self_keep)
 
@@ -297,7 +270,8 @@ def attn_mask_to_keep(attn_mask: torch.Tensor, *, num_heads: int | None = None) 
         item) or `(batch, query_len, key_len)` for a 3-D one. `True` = may attend.
 
     Raises:
-        ValueError: for an integer dtype (ambiguous: see the module notes), a float mask with
+        ValueError: for an integer dtype (ambiguous: PyTorch's byte mask means 1 = blocked,
+            an integer keep-mask 1 = may attend), a float mask with
             values other than `0` and `-inf`, a shape that is not 2-D or 3-D, a missing or
             non-dividing `num_heads`, or a 3-D mask whose heads differ (a keep-mask is shared by
             every head).

@@ -1,52 +1,6 @@
-r"""Interoperability with PyTorch's own `torch.nn.Transformer`: weights and masks.
+"""Weights shared with PyTorch's `torch.nn.Transformer`, copied in either direction.
 
-The package and `torch.nn` compute the same function when they are built alike, but store it
-differently:
-
-| this package | `torch.nn` |
-| --- | --- |
-| `self_attn.linears[0]`, `[1]`, `[2]` ($W^Q, W^K, W^V$ with biases) | `self_attn.in_proj_weight` / `in_proj_bias`, stacked `[q; k; v]` |
-| `self_attn.linears[3]` ($W^O$) | `self_attn.out_proj` |
-| `src_attn` (decoder) | `multihead_attn` |
-| `feed_forward.w_1`, `feed_forward.w_2` | `linear1`, `linear2` |
-| `sublayer[0].norm`, `[1]`, `[2]` | `norm1`, `norm2`, `norm3` |
-| `encoder.norm`, `decoder.norm` (`nn.Identity` when absent) | `encoder.norm`, `decoder.norm` (`None` when absent) |
-| keep-masks, `True` = may attend | `attn_mask` / `key_padding_mask`, `True` = blocked |
-
-[`load_from_torch`][vanilla_transformer.interop.weights.load_from_torch] copies weights from `torch.nn`
-modules into the package's, [`to_torch`][vanilla_transformer.interop.weights.to_torch] builds the
-`torch.nn` modules from the package's, and
-[`forward_with_torch_masks`][vanilla_transformer.interop.masks.forward_with_torch_masks] and
-[`batch_masks_to_torch`][vanilla_transformer.interop.masks.batch_masks_to_torch] translate the masks.
-The embeddings, positional encoding and generator have no counterpart inside `nn.Transformer`
-(it starts from embedded inputs and returns decoder states), so they are not converted.
-
-What must match for the two to compute the same function (anything else raises `ValueError`):
-
-- the LayerNorm: `nn.LayerNorm` (build with `make_model(..., layer_norm="torch")`); the
-  "annotated" LayerNorm uses the unbiased standard deviation and adds eps to it, a different
-  function. The eps must be equal (`1e-5`, PyTorch's default);
-- `norm_first`, `d_model`, `nhead` = `h`, `dim_feedforward` = `d_ff`, the number of layers;
-- the final LayerNorms: `nn.Transformer` always builds one after each stack, even in post-norm
-  mode, where the paper has none. Build with `make_model(..., final_norm=True)` to match it. A
-  model without final norms (the paper's post-norm, `final_norm=None`) can be exported only with
-  `to_torch(model, allow_no_final_norm=True)`, which sets `encoder.norm` and `decoder.norm` of
-  the `nn.Transformer` to `None` (a setting `nn.TransformerEncoder`/`Decoder` support; a freshly
-  constructed `nn.Transformer` cannot load that state dict);
-- `activation="relu"` (the paper's FFN) and `bias=True`; standard layer classes (a custom
-  encoder or decoder is accepted only if it is a plain `nn.TransformerEncoder` /
-  `nn.TransformerDecoder` of standard layers).
-
-`batch_first` is **not** checked when loading: it changes how inputs are laid out, not the
-weights, so a model loaded from a `batch_first=False` transformer gives the same results once the
-inputs `(seq_len, batch, d_model)` are transposed to `(batch, seq_len, d_model)`.
-[`to_torch`][vanilla_transformer.interop.weights.to_torch] always builds `batch_first=True` modules,
-like the package.
-
-Dropout is not a weight: the package model keeps its own dropout probability when loading, and
-`to_torch` copies it.
-
-Explained on the *PyTorch's nn.Transformer and its masks* page.
+Explained on the [PyTorch's nn.Transformer][interop-guide] page.
 """
 
 from __future__ import annotations
@@ -234,8 +188,8 @@ def load_from_torch(model: nn.Module, torch_module: nn.Module) -> nn.Module:
     `DecoderLayer` and an `nn.TransformerDecoderLayer`, a `MultiHeadedAttention` and an
     `nn.MultiheadAttention`. Everything is checked before anything is copied, so a failed call
     leaves `model` unchanged. The embeddings and generator of an `EncoderDecoder` are left alone
-    (`nn.Transformer` has none). `batch_first` of the torch module does not matter (see the module
-    notes).
+    (`nn.Transformer` has none). `batch_first` of the torch module does not matter: it changes
+    how inputs are laid out, not the weights. Dropout is not a weight: `model` keeps its own.
 
     Args:
         model: the package module to fill; for a whole model, one built with
@@ -251,7 +205,8 @@ def load_from_torch(model: nn.Module, torch_module: nn.Module) -> nn.Module:
             different `d_model`, number of heads, `d_ff`, number of layers, `norm_first`, final
             LayerNorm or LayerNorm eps, an activation other than relu, `bias=False`, or a custom
             layer, encoder or decoder class. The message names the offending module.
-        TypeError: if `model` is not one of the package classes above.
+        TypeError: if `model` is not one of the package classes above, or `torch_module`
+            is not an `nn.Module`.
 
     Examples:
         >>> torch_model = nn.Transformer(32, 4, 1, 1, 64, dropout=0.0, batch_first=True)
@@ -262,11 +217,18 @@ def load_from_torch(model: nn.Module, torch_module: nn.Module) -> nn.Module:
         ...             torch_model.encoder.layers[0].linear1.weight)
         True
     """
+    if not isinstance(torch_module, nn.Module):
+        raise TypeError(f"torch_module must be a torch.nn module, got {type(torch_module).__name__}")
     _copy(iter(_pairs(model, torch_module)))
     return model
 
 
 def _build_torch(ours: nn.Module, allow_no_final_norm: bool) -> nn.Module:
+    if not isinstance(ours, tuple(cls for cls, _ in _PAIRS)):
+        raise TypeError(
+            f"cannot build a torch.nn module from {type(ours).__name__}; expected one of "
+            f"{', '.join(cls.__name__ for cls, _ in _PAIRS)}"
+        )
     param = next(ours.parameters())
     kw = dict(device=param.device, dtype=param.dtype)
     if isinstance(ours, MultiHeadedAttention):
@@ -278,13 +240,8 @@ def _build_torch(ours: nn.Module, allow_no_final_norm: bool) -> nn.Module:
         first = ours.encoder.layers[0]
     elif isinstance(ours, (Encoder, Decoder)):
         first = ours.layers[0]
-    elif isinstance(ours, (EncoderLayer, DecoderLayer)):
-        first = ours
     else:
-        raise TypeError(
-            f"cannot build a torch.nn module from {type(ours).__name__}; expected one of "
-            f"{', '.join(cls.__name__ for cls, _ in _PAIRS)}"
-        )
+        first = ours
     if isinstance(first.sublayer[0].norm, LayerNorm):
         raise ValueError(
             "the package model uses the 'annotated' LayerNorm (unbiased std, eps added to the "
@@ -370,6 +327,8 @@ def to_torch(model: nn.Module, *, allow_no_final_norm: bool = False) -> nn.Modul
         >>> type(t).__name__, t.batch_first, t.encoder.layers[0].norm_first
         ('Transformer', True, True)
     """
+    if not isinstance(allow_no_final_norm, bool):
+        raise TypeError(f"allow_no_final_norm must be a bool, got {allow_no_final_norm!r}")
     theirs = _build_torch(model, allow_no_final_norm)
     # copy package -> torch: the same pairs as load_from_torch, the other way round
     _copy((t, o) for o, t in _pairs(model, theirs))

@@ -1,9 +1,18 @@
-"""The model of the paper, one concept per file."""
+"""The model of "Attention Is All You Need", one concept per file, in the order of the paper.
+
+Read top to bottom: `masks` (which keys a query may see), `attention` (scaled dot-product and
+multi-head attention, section 3.2), `layers` (LayerNorm, the residual sublayer and the
+feed-forward network, sections 3.1 and 3.3), `embeddings` (token embeddings, positional
+encoding and the generator, sections 3.4 and 3.5), `encoder`, `decoder`, and `encoder_decoder`,
+where `make_model` assembles them (Figure 1). `config` holds the hyperparameters. Two files
+serve speed and decoding rather than the equations: `fast` (the fused attention kernel) and
+`cache` (keys and values kept between decoding steps).
+"""
 
 from .masks import subsequent_mask, padding_mask, as_keep_mask, MASK_FILL, mask_fill_value
 from .cache import KVCache
 from .fast import fast_attention
-from .attention import clones, attention, MultiHeadedAttention, keep_attention
+from .attention import clones, MultiHeadedAttention, keep_attention
 from .layers import (
     LAYER_NORMS,
     LayerNorm,
@@ -26,7 +35,6 @@ __all__ = [
     "KVCache",
     "fast_attention",
     "clones",
-    "attention",
     "MultiHeadedAttention",
     "keep_attention",
     "LAYER_NORMS",

@@ -104,7 +104,8 @@ class MultiHeadedAttention(nn.Module):
         keep_attn: keep the last attention weights in `.attn`.
         fast: when the weights are not kept, compute attention with
             [`fast_attention`][vanilla_transformer.model.fast.fast_attention] (the same function
-            by a fused kernel); `False` always uses [`attention`][vanilla_transformer.model.attention.attention].
+            by a fused kernel); `False` always uses
+            [`attention`][vanilla_transformer.model.attention.attention].
 
     Attributes:
         attn: the attention weights `(batch, h, query_len, key_len)` of the last forward pass,
@@ -121,7 +122,13 @@ class MultiHeadedAttention(nn.Module):
     """
 
     def __init__(
-        self, h: int, d_model: int, dropout: float = 0.1, *, keep_attn: bool = False, fast: bool = True
+        self,
+        h: int,
+        d_model: int,
+        dropout: float = 0.1,
+        *,
+        keep_attn: bool = False,
+        fast: bool = True,
     ) -> None:
         super().__init__()
         check_heads(h, d_model)
@@ -161,21 +168,25 @@ class MultiHeadedAttention(nn.Module):
         """
         if mask is not None:
             mask = mask.unsqueeze(1)  # the same mask for all h heads
-        # 1) project, and split d_model into h heads of d_k: Q W^Q, K W^K, V W^V
-        q = self.split_heads(self.linears[0](query))  # (batch, h, query_len, d_k)
+        batch = query.size(0)
 
+        # 1) project, then split d_model into h heads of d_k: Q W^Q, K W^K, V W^V
         def project_kv() -> tuple[torch.Tensor, torch.Tensor]:
             return self.split_heads(self.linears[1](key)), self.split_heads(self.linears[2](value))
 
-        k, v = project_kv() if cache is None else cache.update(project_kv)  # (batch, h, key_len, d_k)
+        q = self.split_heads(self.linears[0](query))  # (batch, h, query_len, d_k)
+        # (batch, h, key_len, d_k); when decoding, the cache adds the keys of earlier steps
+        k, v = project_kv() if cache is None else cache.update(project_kv)
+
         # 2) softmax(Q K^T / sqrt(d_k)) V, on all heads at once
         if self.keep_attn or not self.fast:
             x, attn = attention(q, k, v, mask=mask, dropout=self.dropout)
             self.attn = attn.detach()
         else:
             x, self.attn = fast_attention(q, k, v, mask, self.dropout), None
+
         # 3) concatenate the heads and apply W^O
-        x = x.transpose(1, 2).reshape(query.size(0), -1, self.h * self.d_k)  # (batch, query_len, d_model)
+        x = x.transpose(1, 2).reshape(batch, -1, self.h * self.d_k)  # (batch, query_len, d_model)
         return self.linears[3](x)
 
 

@@ -1,9 +1,9 @@
 r"""The hyperparameters of a model, checked once, in one place.
 
 [`ModelConfig`][vanilla_transformer.model.config.ModelConfig] holds every argument of
-[`make_model`][vanilla_transformer.model.encoder_decoder.make_model]. The cost calculator, the command line and
-saved checkpoints all use it, so a model can be described, costed and rebuilt without building it
-first. The paper's two sizes are available as presets (Table 3).
+[`make_model`][vanilla_transformer.model.encoder_decoder.make_model]. The calculator, the command
+line and checkpoints all take or derive from it, so a model can be described, costed and rebuilt
+without building it. The paper's two sizes are presets (Table 3).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from .._checks import (
 )
 from .layers import LAYER_NORMS
 
-__all__ = ['ModelConfig', 'PRESETS']
+__all__ = ["ModelConfig", "PRESETS"]
 
 
 @dataclass(frozen=True)
@@ -37,13 +37,13 @@ class ModelConfig:
         dropout: dropout probability in [0, 1).
         tie_weights: share one matrix between the source embedding, the target embedding and
             the generator (paper section 3.4). Needs `src_vocab == tgt_vocab`.
-        norm_first: pre-norm residual blocks (the sources) or post-norm (the paper).
+        norm_first: pre-norm residual blocks (the Annotated Transformer) or post-norm (the paper).
         layer_norm: `"annotated"` (unbiased std, eps 1e-6 added to the std) or `"torch"`
             (`nn.LayerNorm`: biased variance, eps 1e-5 inside the square root).
         final_norm: whether each stack ends with a LayerNorm. `None` means "as the
             arrangement needs": yes for pre-norm, no for the paper's post-norm. `True` with
             post-norm matches `torch.nn.Transformer`, which always has one.
-        generator_bias: whether the generator's projection has a bias (the sources' has).
+        generator_bias: whether the generator's projection has a bias (the Annotated Transformer's has).
         max_len: length of the positional-encoding table.
 
     Raises:
@@ -118,7 +118,9 @@ class ModelConfig:
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            raise ValueError(f"unknown ModelConfig fields {unknown}; expected some of {sorted(known)}")
+            raise ValueError(
+                f"unknown ModelConfig fields {unknown}; expected some of {sorted(known)}"
+            )
         return cls(**data)
 
     def replace(self, **changes: Any) -> ModelConfig:

@@ -26,7 +26,7 @@ class DecoderLayer(nn.Module):
         src_attn: attention from decoder positions to the encoder output `memory`.
         feed_forward: the feed-forward module.
         dropout: dropout on each sublayer's output.
-        norm_first: pre-norm (`True`, the sources) or post-norm (`False`, the paper).
+        norm_first: pre-norm (`True`, the Annotated Transformer) or post-norm (`False`, the paper).
         layer_norm: LayerNorm flavour, `"annotated"` or `"torch"`.
 
     Examples:

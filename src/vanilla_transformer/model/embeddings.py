@@ -135,7 +135,7 @@ class Generator(nn.Module):
     Args:
         d_model: input width.
         vocab: target vocabulary size.
-        bias: whether the projection has a bias (the sources' `nn.Linear` does).
+        bias: whether the projection has a bias (the Annotated Transformer's `nn.Linear` does).
 
     Attributes:
         proj: the `nn.Linear(d_model, vocab)` projection.

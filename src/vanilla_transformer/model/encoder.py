@@ -24,7 +24,7 @@ class EncoderLayer(nn.Module):
         self_attn: the self-attention module.
         feed_forward: the feed-forward module.
         dropout: dropout on each sublayer's output.
-        norm_first: pre-norm (`True`, the sources) or post-norm (`False`, the paper).
+        norm_first: pre-norm (`True`, the Annotated Transformer) or post-norm (`False`, the paper).
         layer_norm: LayerNorm flavour, `"annotated"` or `"torch"`.
 
     Examples:

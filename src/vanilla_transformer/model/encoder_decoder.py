@@ -114,7 +114,8 @@ class EncoderDecoder(nn.Module):
         tgt: torch.Tensor,
         tgt_mask: torch.Tensor | None,
     ) -> torch.Tensor:
-        """Embed `tgt` `(batch, tgt_len)` and decode it against `memory` `(batch, src_len, d_model)`.
+        """Embed `tgt` `(batch, tgt_len)` and decode it against `memory`
+        `(batch, src_len, d_model)`.
 
         Returns:
             Decoder states `(batch, tgt_len, d_model)`.
@@ -123,8 +124,8 @@ class EncoderDecoder(nn.Module):
         batch, tgt_len = tgt.shape
         if memory.dim() != 3 or memory.size(0) != batch:
             raise ValueError(
-                f"memory of shape {tuple(memory.shape)} must be (batch, src_len, d_model); memory batch "
-                f"size {memory.size(0)} differs from the target batch size {batch}"
+                f"memory of shape {tuple(memory.shape)} must be (batch, src_len, d_model); "
+                f"memory batch size {memory.size(0)} differs from the target batch size {batch}"
             )
         src_mask = as_keep_mask(src_mask, batch, tgt_len, memory.size(1), "src_mask")
         tgt_mask = as_keep_mask(tgt_mask, batch, tgt_len, tgt_len, "tgt_mask")
@@ -207,7 +208,8 @@ def make_model(
         >>> sum(p.numel() for p in model.parameters())
         14731787
     """
-    return make_model_from_config(ModelConfig(src_vocab, tgt_vocab, N, d_model, d_ff, h, dropout, **options))
+    config = ModelConfig(src_vocab, tgt_vocab, N, d_model, d_ff, h, dropout, **options)
+    return make_model_from_config(config)
 
 
 def make_model_from_config(config: ModelConfig) -> EncoderDecoder:

@@ -1,9 +1,10 @@
 """Fast attention kernels, chosen in this one place.
 
-The model's code is the paper's equations ([`attention`][vanilla_transformer.model.attention.attention]).
-When the attention weights are not needed, `MultiHeadedAttention` calls
-[`fast_attention`][vanilla_transformer.model.fast.fast_attention] instead, which computes the same
-function with PyTorch's fused kernel. Each branch here earns its place in
+The model's code is the paper's equations
+([`attention`][vanilla_transformer.model.attention.attention]). When the attention weights are
+not needed, `MultiHeadedAttention` calls
+[`fast_attention`][vanilla_transformer.model.fast.fast_attention] instead, which computes the
+same function with PyTorch's fused kernel. Each branch here earns its place in
 `benchmarks/fast_paths.py`; the [Performance][performance-guide] page has the figures.
 """
 

@@ -19,7 +19,13 @@ from torch import nn
 
 from .._checks import check_choice, check_dropout, check_positive_int
 
-__all__ = ['LAYER_NORMS', 'LayerNorm', 'make_layer_norm', 'SublayerConnection', 'PositionwiseFeedForward']
+__all__ = [
+    "LAYER_NORMS",
+    "LayerNorm",
+    "make_layer_norm",
+    "SublayerConnection",
+    "PositionwiseFeedForward",
+]
 
 LAYER_NORMS = ("annotated", "torch")
 """The names accepted by `make_layer_norm` and `make_model(layer_norm=...)`."""
@@ -79,7 +85,8 @@ def make_layer_norm(features: int, flavour: str = "annotated") -> nn.Module:
 
     Args:
         features: size of the last axis (`d_model`).
-        flavour: `"annotated"` for [`LayerNorm`][vanilla_transformer.model.layers.LayerNorm] (unbiased
+        flavour: `"annotated"` for
+            [`LayerNorm`][vanilla_transformer.model.layers.LayerNorm] (unbiased
             std, eps 1e-6 added to the std) or `"torch"` for `nn.LayerNorm` (biased variance,
             eps 1e-5 inside the square root).
 
@@ -103,8 +110,10 @@ def make_layer_norm(features: int, flavour: str = "annotated") -> nn.Module:
 class SublayerConnection(nn.Module):
     r"""A residual connection around a sublayer, with layer normalisation and dropout.
 
-    - Pre-norm (`norm_first=True`, the sources' choice): $x + \mathrm{Dropout}(\mathrm{Sublayer}(\mathrm{LN}(x)))$.
-    - Post-norm (`norm_first=False`, the paper's formula): $\mathrm{LN}(x + \mathrm{Dropout}(\mathrm{Sublayer}(x)))$.
+    - pre-norm (`norm_first=True`, the Annotated Transformer's choice):
+      $x + \mathrm{Dropout}(\mathrm{Sublayer}(\mathrm{LN}(x)))$;
+    - post-norm (`norm_first=False`, the paper's formula):
+      $\mathrm{LN}(x + \mathrm{Dropout}(\mathrm{Sublayer}(x)))$.
 
     The sublayer is passed to `forward` as a callable, so one class serves self-attention,
     cross-attention and the feed-forward network: the encoder layer passes

@@ -6,7 +6,7 @@ from .schedule import rate, make_optimizer
 from .loss import LabelSmoothing, SimpleLossCompute
 from .loop import MODES, TrainState, run_epoch
 from .checkpoints import CHECKPOINT_FORMAT, save_checkpoint, load_checkpoint
-from .copy_task import CopyTaskConfig, CopyTaskRun, train_copy_model, exact_match
+from .copy_task import COPY_MODEL, CopyTaskConfig, CopyTaskRun, train_copy_model, exact_match
 from .distributed import (
     default_backend,
     shard_batches,
@@ -27,6 +27,8 @@ __all__ = [
     "CHECKPOINT_FORMAT",
     "save_checkpoint",
     "load_checkpoint",
+    "COPY_MODEL",
+    "COPY_MODEL",
     "CopyTaskConfig",
     "CopyTaskRun",
     "train_copy_model",

@@ -33,6 +33,7 @@ COPY_MODEL = ModelConfig(11, 11, N=1, d_model=64, d_ff=256, h=4, dropout=0.0)
 and no dropout, because the data is unlimited and the model cannot over-fit."""
 
 _MODEL_FIELDS = frozenset(f.name for f in dataclasses.fields(ModelConfig))
+_MODEL_KEYWORDS = _MODEL_FIELDS - {"src_vocab", "tgt_vocab"}  # set by `vocab`
 
 
 @dataclass(frozen=True)
@@ -92,8 +93,6 @@ class CopyTaskConfig:
             )
         if not isinstance(self.model, ModelConfig):
             raise TypeError(f"model must be a ModelConfig, got {type(self.model).__name__}")
-        if self.seq_len > self.model.max_len:
-            raise ValueError(f"seq_len {self.seq_len} exceeds the model's max_len {self.model.max_len}")
         for name in ("batch_size", "steps", "accum_iter", "warmup"):
             check_positive_int(name, getattr(self, name))
         check_dropout(self.smoothing, "smoothing")
@@ -135,16 +134,14 @@ _generated_init = CopyTaskConfig.__init__
 
 @functools.wraps(_generated_init)
 def _init(self: CopyTaskConfig, *args: Any, **options: Any) -> None:
-    # the model's fields given as keywords of their own change `model`; its vocabularies follow
-    # `vocab`, so the vocabulary is declared once
-    changes = {k: options.pop(k) for k in list(options) if k in _MODEL_FIELDS}
+    # The model's fields given as keywords of their own change `model`, and its vocabularies
+    # follow `vocab`: each hyperparameter is declared once, in ModelConfig.
+    changes = {k: options.pop(k) for k in list(options) if k in _MODEL_KEYWORDS}
     _generated_init(self, *args, **options)
-    vocab = self.vocab if isinstance(self.vocab, int) else self.model.src_vocab
-    model = self.model
-    if isinstance(model, ModelConfig):
-        model = model.replace(**{"src_vocab": vocab, "tgt_vocab": vocab, **changes})
+    model = self.model.replace(src_vocab=self.vocab, tgt_vocab=self.vocab, **changes)
+    if self.seq_len > model.max_len:
+        raise ValueError(f"seq_len {self.seq_len} exceeds the model's max_len {model.max_len}")
     object.__setattr__(self, "model", model)
-    self.__post_init__()
 
 
 CopyTaskConfig.__init__ = _init  # type: ignore[method-assign]
@@ -220,7 +217,7 @@ def train_copy_model(
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(config.seed)
         model = config.make_model()
-        optimizer, scheduler = make_optimizer(model, config.d_model, factor=config.factor,
+        optimizer, scheduler = make_optimizer(model, config.model.d_model, factor=config.factor,
                                               warmup=config.warmup)
         criterion = LabelSmoothing(config.vocab, padding_idx=PAD, smoothing=config.smoothing)
         nbatches = config.steps * config.accum_iter

@@ -1,24 +1,7 @@
-r"""Data-parallel training with `DistributedDataParallel`, launched by `torchrun`.
+"""Data-parallel training of the copy task with `DistributedDataParallel` (paper section 5.2
+trained on 8 GPUs), launched by `torchrun` or, on CPU, by `run_local`.
 
-The paper trained on 8 GPUs (section 5.2). Data parallelism is the simplest way to use several
-devices: every process (a *rank*) holds a full copy of the model, takes a different slice of each
-batch, and after `backward()` the ranks average their gradients, so every copy makes the same
-update. With equal slices, that update is the one a single process would make on the whole batch.
-
-[`train_distributed`][vanilla_transformer.training.distributed.train_distributed] trains the copy task this
-way with the unchanged [`run_epoch`][vanilla_transformer.training.loop.run_epoch]: only the model is
-wrapped in `DistributedDataParallel`, and the data is sharded by
-[`shard_batches`][vanilla_transformer.training.distributed.shard_batches]. The backend is NCCL when CUDA
-is available and gloo on CPU. Run it with
-
-```console
-torchrun --standalone --nproc_per_node=2 -m vanilla_transformer.cli.distributed --steps 100
-```
-
-or, without `torchrun`, in local CPU processes with
-[`run_local`][vanilla_transformer.training.distributed.run_local].
-
-Explained on the *Training the copy task* page.
+Explained on the [Training the copy task][training-guide] page.
 """
 
 from __future__ import annotations
@@ -207,7 +190,7 @@ def train_distributed(
             torch.manual_seed(config.seed + rank)  # different dropout masks on each rank
             device_ids = [device.index] if device.type == "cuda" else None
             ddp = DistributedDataParallel(model, device_ids=device_ids)
-            optimizer, scheduler = make_optimizer(ddp, config.d_model, factor=config.factor,
+            optimizer, scheduler = make_optimizer(ddp, config.model.d_model, factor=config.factor,
                                                   warmup=config.warmup)
             criterion = LabelSmoothing(config.vocab, padding_idx=PAD, smoothing=config.smoothing)
             nbatches = config.steps * config.accum_iter

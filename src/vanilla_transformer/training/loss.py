@@ -1,25 +1,9 @@
-r"""Training: the learning-rate schedule, label smoothing, the loss and the epoch loop (paper
-section 5.3 "Optimizer" and section 5.4 "Regularization").
+r"""Label smoothing (paper section 5.4) and the loss of a batch of decoder states.
 
-- [`rate`][vanilla_transformer.training.schedule.rate] is the warm-up schedule of section 5.3,
-  $lrate = factor \cdot d_{model}^{-0.5} \cdot \min(step^{-0.5}, step \cdot warmup^{-1.5})$,
-  written to be used with `torch.optim.lr_scheduler.LambdaLR`.
-- [`LabelSmoothing`][vanilla_transformer.training.loss.LabelSmoothing] is the KL-divergence loss
-  against a smoothed target distribution (section 5.4, $\epsilon_{ls} = 0.1$ in the paper).
-- [`SimpleLossCompute`][vanilla_transformer.training.loss.SimpleLossCompute] applies the generator
-  and the criterion to a batch of decoder states.
-- [`run_epoch`][vanilla_transformer.training.loop.run_epoch] runs one pass over the data, with
-  gradient accumulation, and keeps counts in a
-  [`TrainState`][vanilla_transformer.training.loop.TrainState].
+For the correct class $y$ the target puts $1 - \epsilon_{ls}$ on $y$, nothing on padding and
+$\epsilon_{ls} / (V - 2)$ on each other class; the loss is $KL(target \,\|\, p_{model})$.
 
-These follow the Annotated Transformer's training code with its known problems fixed: the label
-smoothing loss is never NaN where the model gives a log-probability of $-\infty$ to a token the
-target rules out (padding rows included); gradient accumulation divides by the number of tokens
-of the whole accumulation window, so the accumulated gradient is the gradient of the mean loss
-over the combined batch; the optimizer and the scheduler step once per window, the last
-incomplete window included; and no argument has a mutable default.
-
-Explained on the *Training the copy task* page.
+Explained on the [Training the copy task][training-guide] page.
 """
 
 from __future__ import annotations

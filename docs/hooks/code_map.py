@@ -1,0 +1,167 @@
+"""Build hook: the tables of the Code map page, read from the package's source at every build.
+
+docs/code-map.md holds two placeholders, each an HTML comment alone on its line:
+
+- `<!-- code-map:modules -->` becomes one table per sub-package: each module with its number of
+  lines and the first line of its docstring, in the order the sub-package's `__init__.py` imports
+  them;
+- `<!-- code-map:imports -->` becomes a table of the sub-packages in layer order, each with its
+  modules, its lines and the sub-packages it imports from.
+
+Everything comes from walking src/vanilla_transformer with `ast`: nothing is imported and no number
+is typed by hand. A placeholder missing from the page fails the build.
+"""
+
+from __future__ import annotations
+
+import ast
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.exceptions import PluginError
+
+log = logging.getLogger("mkdocs.hooks.code_map")
+
+PAGE = "code-map.md"
+PACKAGE = "vanilla_transformer"
+# The layers, bottom to top: a module may import only from its own layer and those before it.
+LAYERS = ["_checks", "model", "data", "inference", "training", "interop", "analysis", "cli"]
+MODULES_MARK = "<!-- code-map:modules -->"
+IMPORTS_MARK = "<!-- code-map:imports -->"
+
+
+@dataclass
+class Module:
+    name: str  # dotted, e.g. vanilla_transformer.model.attention
+    path: Path
+    lines: int
+    summary: str
+    imports: set[str] = field(default_factory=set)  # dotted names of the package's modules
+
+    @property
+    def layer(self) -> str | None:
+        """The sub-package (or `_checks`) the module belongs to; `None` for the top level."""
+        parts = self.name.split(".")
+        return parts[1] if len(parts) > 1 and parts[1] in LAYERS else None
+
+
+def package_dir(config: MkDocsConfig) -> Path:
+    return Path(config.config_file_path).parent / "src" / PACKAGE
+
+
+def _module_name(root: Path, path: Path) -> str:
+    parts = [PACKAGE, *path.relative_to(root).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imported(name: str, path: Path, tree: ast.Module) -> set[str]:
+    """The package's modules imported anywhere in `tree` (relative imports resolved)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            found.add(target)
+            # `from . import copy_task` imports a module, not a name
+            found.update(f"{target}.{alias.name}" for alias in node.names)
+    return {n for n in found if n == PACKAGE or n.startswith(PACKAGE + ".")}
+
+
+def walk(root: Path) -> list[Module]:
+    """Every module of the package under `root`, with its imports of the package's modules."""
+    paths = sorted(root.rglob("*.py"))
+    names = {_module_name(root, p) for p in paths}
+    modules = []
+    for path in paths:
+        source = path.read_text(encoding="utf-8")
+        tree = ast.parse(source, filename=str(path))
+        doc = ast.get_docstring(tree) or ""
+        name = _module_name(root, path)
+        imports = {n if n in names else n.rpartition(".")[0] for n in _imported(name, path, tree)}
+        modules.append(
+            Module(
+                name=name,
+                path=path,
+                lines=len(source.splitlines()),
+                summary=" ".join(doc.strip().split("\n\n")[0].split()),
+                imports={n for n in imports if n in names and n != name},
+            )
+        )
+    return modules
+
+
+def _reading_order(root: Path, layer: str, modules: list[Module]) -> list[Module]:
+    """The modules of a sub-package in the order its `__init__.py` imports them."""
+    init = root / layer / "__init__.py"
+    order: list[str] = []
+    if init.is_file():
+        for node in ast.parse(init.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
+                order.append(f"{PACKAGE}.{layer}.{node.module}")
+    rank = {name: i for i, name in enumerate(order)}
+    return sorted(modules, key=lambda m: (m.path.name != "__init__.py", rank.get(m.name, len(rank)), m.name))
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _api_link(module: Module, docs_dir: Path) -> str:
+    """`name` linked to its API entry (`[name][dotted.name]`), or plain for a module without one.
+
+    Sub-packages are rendered on api/index.md (`cli`, which is a module too, on api/cli/index.md),
+    the other public modules each on api/<sub-package>/<module>.md.
+    """
+    short = module.name.removeprefix(PACKAGE + ".")
+    parts = short.split(".")
+    rendered = (
+        module.layer not in (None, "_checks")
+        and not any(part.startswith("_") for part in parts)
+        and (len(parts) == 1 or (docs_dir / "api" / Path(*parts)).with_suffix(".md").is_file())
+    )
+    return f"[`{short}`][{module.name}]" if rendered else f"`{short}`"
+
+
+def modules_tables(root: Path, modules: list[Module], docs_dir: Path) -> str:
+    out = []
+    for layer in LAYERS:
+        members = [m for m in modules if m.layer == layer]
+        if layer != "_checks":
+            members = _reading_order(root, layer, members)
+        heading = f"`{layer}.py`" if layer == "_checks" else f"`{layer}/`"
+        out += [f"**{heading}**", "", "| module | lines | what it is |", "| --- | ---: | --- |"]
+        out += [f"| {_api_link(m, docs_dir)} | {m.lines} | {_cell(m.summary)} |" for m in members]
+        out.append("")
+    return "\n".join(out)
+
+
+def imports_table(modules: list[Module]) -> str:
+    out = ["| layer | sub-package | modules | lines | imports from |", "| ---: | --- | ---: | ---: | --- |"]
+    layer_of = {m.name: m.layer for m in modules}
+    for i, layer in enumerate(LAYERS):
+        members = [m for m in modules if m.layer == layer]
+        used = {layer_of[n] for m in members for n in m.imports} - {layer, None}
+        used_text = ", ".join(f"`{u}`" for u in LAYERS if u in used) or "(nothing of the package)"
+        name = f"`{layer}.py`" if layer == "_checks" else f"`{layer}/`"
+        out.append(f"| {i} | {name} | {len(members)} | {sum(m.lines for m in members):,} | {used_text} |")
+    return "\n".join(out)
+
+
+def on_page_markdown(markdown: str, page, config: MkDocsConfig, files) -> str:
+    if page.file.src_uri != PAGE:
+        return markdown
+    for mark in (MODULES_MARK, IMPORTS_MARK):
+        if mark not in markdown:
+            raise PluginError(f"code-map hook: docs/{PAGE} has no {mark} placeholder")
+    root = package_dir(config)
+    modules = walk(root)
+    markdown = markdown.replace(MODULES_MARK, modules_tables(root, modules, Path(config.docs_dir)))
+    return markdown.replace(IMPORTS_MARK, imports_table(modules))

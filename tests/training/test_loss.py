@@ -1,0 +1,178 @@
+"""Label smoothing and SimpleLossCompute, against PyTorch's cross-entropy and KL divergence."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from vanilla_transformer.training import LabelSmoothing, SimpleLossCompute
+
+V = 7
+
+
+# --------------------------------------------------------------------------- label smoothing
+
+
+def reference_smoothed_target(target, size, padding_idx, smoothing):
+    rows = []
+    for t in target.tolist():
+        row = [0.0] * size
+        if t != padding_idx:
+            for c in range(size):
+                if c not in (t, padding_idx):
+                    row[c] = smoothing / (size - 2)
+            row[t] = 1.0 - smoothing
+        rows.append(row)
+    return torch.tensor(rows)
+
+
+@pytest.mark.parametrize("smoothing", [0.0, 0.1, 0.4])
+@pytest.mark.parametrize("target", [[1, 2, 3, 4], [0, 2, 0, 5], [3, 0, 6, 1], [0, 0, 0, 0]])
+def test_label_smoothing_target_distribution(smoothing, target):
+    target = torch.tensor(target)
+    crit = LabelSmoothing(V, padding_idx=0, smoothing=smoothing)
+    x = torch.randn(len(target), V).log_softmax(-1)
+    loss = crit(x, target)
+    expected = reference_smoothed_target(target, V, 0, smoothing)
+    torch.testing.assert_close(crit.true_dist, expected)
+    sums = crit.true_dist.sum(-1)
+    torch.testing.assert_close(sums, (target != 0).float())  # each real row is a distribution
+    assert torch.all(crit.true_dist[:, 0] == 0)
+    # the same number as PyTorch's KL divergence against that target
+    torch.testing.assert_close(loss, nn.KLDivLoss(reduction="sum")(x, expected))
+
+
+@pytest.mark.parametrize("smoothing", [0.0, 0.1, 0.3])
+def test_label_smoothing_is_pytorchs_cross_entropy_up_to_a_constant(smoothing):
+    # F.cross_entropy(label_smoothing=e) spreads e / C over all C classes, the correct one
+    # included; LabelSmoothing spreads its e over the C - 1 others and none on padding. Over the
+    # C = V - 1 classes that are not padding, with e = smoothing * C / (C - 1), the targets
+    # agree. The KL divergence adds the target's entropy, a constant, so differences between two
+    # inputs agree exactly.
+    c = V - 1
+    crit = LabelSmoothing(V, padding_idx=0, smoothing=smoothing)
+    target = torch.tensor([3, 0, 2, 6, 0, 1])  # two padding rows
+
+    def both(logits):
+        x = torch.cat([torch.full((len(target), 1), float("-inf")), logits.log_softmax(-1)], 1)
+        ours = crit(x, target)
+        torch_ce = F.cross_entropy(logits, target - 1, ignore_index=-1, reduction="sum",
+                                   label_smoothing=smoothing * c / (c - 1))
+        return ours, torch_ce
+
+    ours_a, torch_a = both(torch.randn(len(target), c))
+    ours_b, torch_b = both(3 * torch.randn(len(target), c))
+    torch.testing.assert_close(ours_a - ours_b, torch_a - torch_b)
+
+
+def test_label_smoothing_without_padding_rows_and_with_exactly_one():
+    # the squeezed index of torch.nonzero(...) is 1-D, empty, or 0-D in these cases
+    crit = LabelSmoothing(5, padding_idx=0, smoothing=0.3)
+    x = torch.randn(3, 5).log_softmax(-1)
+    crit(x, torch.tensor([1, 2, 3]))
+    assert torch.all(crit.true_dist.sum(-1) > 0.999)
+    crit(x, torch.tensor([1, 0, 3]))
+    assert crit.true_dist[1].sum() == 0 and crit.true_dist[0].sum() > 0.999
+
+
+def test_label_smoothing_with_zero_smoothing_is_nll_over_non_padding():
+    target = torch.tensor([3, 0, 2, 6, 0])
+    x = torch.randn(5, V).log_softmax(-1)
+    loss = LabelSmoothing(V, padding_idx=0)(x, target)
+    torch.testing.assert_close(loss, F.nll_loss(x, target, ignore_index=0, reduction="sum"))
+
+
+def test_kldivloss_gives_nan_where_label_smoothing_gives_a_number():
+    x = torch.tensor([[float("-inf"), 0.0, float("-inf")]])  # all mass on token 1
+    crit = LabelSmoothing(3, padding_idx=0)
+    loss = crit(x, torch.tensor([1]))
+    assert loss.item() == 0.0
+    assert torch.isnan(nn.KLDivLoss(reduction="sum")(x, crit.true_dist))
+
+
+def test_label_smoothing_padding_rows_give_zero_not_nan():
+    target = torch.tensor([0, 2, 0])
+    x = torch.randn(3, V).log_softmax(-1)
+    x[0] = float("-inf")  # a padding row the model gives no probability at all
+    x[1, 0] = float("-inf")  # no probability on the padding class of a real row
+    x.requires_grad_(True)
+    crit = LabelSmoothing(V, padding_idx=0, smoothing=0.2)
+    loss = crit(x, target)
+    assert torch.isfinite(loss)
+    loss.backward()
+    assert torch.isfinite(x.grad).all()
+    assert torch.all(x.grad[0] == 0) and torch.all(x.grad[2] == 0)
+    # only row 1 counts
+    finite = x.detach()[1:2].clone()
+    finite[0, 0] = 0.0
+    ref = crit.true_dist[1:2]
+    expected = (torch.xlogy(ref, ref) - ref * finite).sum()
+    torch.testing.assert_close(loss.detach(), expected)
+
+
+def test_label_smoothing_all_padding_batch_has_zero_loss():
+    crit = LabelSmoothing(V, padding_idx=0, smoothing=0.1)
+    assert crit(torch.full((4, V), -50.0), torch.zeros(4, dtype=torch.long)).item() == 0.0
+
+
+def test_label_smoothing_keeps_true_dist_detached_for_plotting():
+    crit = LabelSmoothing(5, padding_idx=0, smoothing=0.4)
+    assert crit.true_dist is None
+    x = torch.randn(2, 5).log_softmax(-1).requires_grad_(True)
+    crit(x, torch.tensor([2, 1]))
+    assert crit.true_dist.shape == (2, 5) and not crit.true_dist.requires_grad
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, word",
+    [
+        (dict(size=5, padding_idx=5), ValueError, "padding_idx"),
+        (dict(size=5, padding_idx=-1), ValueError, "padding_idx"),
+        (dict(size=5, padding_idx=0.0), TypeError, "padding_idx"),
+        (dict(size=5, padding_idx=0, smoothing=1.0), ValueError, "smoothing"),
+        (dict(size=5, padding_idx=0, smoothing=-0.1), ValueError, "smoothing"),
+        (dict(size=2, padding_idx=0, smoothing=0.1), ValueError, "size - 2"),
+        (dict(size=0, padding_idx=0), ValueError, "size"),
+    ],
+)
+def test_label_smoothing_rejects_bad_arguments(kwargs, error, word):
+    with pytest.raises(error, match=word):
+        LabelSmoothing(**kwargs)
+
+
+def test_label_smoothing_rejects_bad_inputs():
+    crit = LabelSmoothing(5, padding_idx=0, smoothing=0.1)
+    with pytest.raises(ValueError, match=r"\(rows, 5\)"):
+        crit(torch.zeros(3, 4), torch.tensor([1, 2, 3]))
+    with pytest.raises(ValueError, match="target"):
+        crit(torch.zeros(3, 5), torch.tensor([1, 2]))
+    with pytest.raises(ValueError, match=r"\[0, 5\)"):
+        crit(torch.zeros(2, 5), torch.tensor([1, 5]))
+    with pytest.raises(TypeError, match="integer"):
+        crit(torch.zeros(2, 5), torch.tensor([1.0, 2.0]))
+
+
+def test_label_smoothing_size_two_without_smoothing_is_allowed():
+    loss = LabelSmoothing(2, padding_idx=0)(torch.tensor([[-1.0, -0.5]]), torch.tensor([1]))
+    assert loss.item() == pytest.approx(0.5)
+
+
+# --------------------------------------------------------------------------- SimpleLossCompute
+
+
+def test_simple_loss_compute_returns_sum_and_normalised_node():
+    gen = nn.Sequential(nn.Linear(8, V), nn.LogSoftmax(-1))
+    crit = LabelSmoothing(V, padding_idx=0, smoothing=0.1)
+    x = torch.randn(2, 3, 8)
+    y = torch.tensor([[1, 2, 0], [3, 4, 5]])
+    loss_sum, loss_node = SimpleLossCompute(gen, crit)(x, y, 5)
+    expected = crit(gen(x).view(-1, V), y.view(-1))
+    torch.testing.assert_close(loss_sum, expected.detach())
+    torch.testing.assert_close(loss_node, expected / 5)
+    assert not loss_sum.requires_grad and loss_node.requires_grad
+    with pytest.raises(ValueError, match="norm"):
+        SimpleLossCompute(gen, crit)(x, y, 0)
+
+
