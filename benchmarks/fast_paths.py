@@ -20,7 +20,7 @@ so drift of the machine hits them all alike.
     .venv/bin/python benchmarks/fast_paths.py                 # about 10 minutes on 2 cores
     .venv/bin/python benchmarks/fast_paths.py --lengths 64 --rounds 2   # a smoke test
 
-Results: `benchmarks/results/fast_paths.json`.
+Results: `benchmarks/results/fast_paths_cpu.json` and `fast_paths_cuda.json`.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from vanilla_transformer.model import LayerNorm, MultiHeadedAttention
 
 attention_module = importlib.import_module("vanilla_transformer.model.attention")
 
-RESULTS = Path(__file__).resolve().parent / "results" / "fast_paths.json"
+RESULTS = Path(__file__).resolve().parent / "results" / "fast_paths_cpu.json"
 BASE = dict(N=6, d_model=512, d_ff=2048, h=8, dropout=0.1)
 VOCAB = 1000
 TOKENS = 2048
@@ -193,11 +193,11 @@ def main() -> None:
     parser.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
     parser.add_argument("--out", type=Path, default=None,
-                        help="default: results/fast_paths.json (cpu) or fast_paths_cuda.json")
+                        help="default: results/fast_paths_cpu.json (cpu) or fast_paths_cuda.json")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    out = args.out or RESULTS.with_name("fast_paths.json" if args.device == "cpu" else "fast_paths_cuda.json")
+    out = args.out or RESULTS.with_name("fast_paths_cpu.json" if args.device == "cpu" else "fast_paths_cuda.json")
     variants = ["package"] + [v for v in args.variants if v != "package"]
     results = run(args.lengths, args.rounds, variants, args.device)
     record = {
