@@ -36,9 +36,9 @@
 # vanilla-transformer copy-task
 # ```
 #
-# The code lives in [`training`](../../api/training/),
-# [`copy_task`](../../api/copy_task/), [`beam_search`](../../api/beam_search/)
-# and [`distributed`](../../api/distributed/). They follow the Annotated Transformer's
+# The code lives in [`training`](../../api/training/schedule/),
+# [`copy_task`](../../api/training/copy_task/), [`beam_search`](../../api/inference/beam/)
+# and [`distributed`](../../api/training/distributed/). They follow the Annotated Transformer's
 # training code, with its known problems fixed; each fix is pointed out below in a block that
 # starts with **Correction**.
 
@@ -75,7 +75,7 @@ print(f"PyTorch {torch.__version__}")
 #
 # $$lrate = factor \cdot d_{model}^{-0.5} \cdot \min(step^{-0.5},\ step \cdot warmup^{-1.5})$$
 #
-# [`rate`](../../api/training/#vanilla_transformer.training.schedule.rate) computes it. `LambdaLR` asks for step 0 before the
+# [`rate`](../../api/training/schedule/#vanilla_transformer.training.schedule.rate) computes it. `LambdaLR` asks for step 0 before the
 # first update, where $step^{-0.5}$ is undefined, so step 0 is treated as step 1. The curves
 # below are the paper's base model (`d_model = 512`, `warmup = 4000`), a longer warm-up, and a
 # narrower model.
@@ -97,7 +97,7 @@ plt.show()
 print(f"peak of the base model: {rate(4000, 512, 1.0, 4000):.2e} at step 4000")
 
 # %% [markdown]
-# [`make_optimizer`](../../api/training/#vanilla_transformer.training.schedule.make_optimizer) builds the Adam optimizer and a
+# [`make_optimizer`](../../api/training/schedule/#vanilla_transformer.training.schedule.make_optimizer) builds the Adam optimizer and a
 # `LambdaLR` scheduler around this function. The optimizer's base rate is 1, so the scheduler's
 # multiplier *is* the learning rate:
 
@@ -117,7 +117,7 @@ print([f"{lr:.3e}" for lr in seen])
 # Instead of asking for probability 1 on the correct token, label smoothing (paper section 5.4,
 # $\epsilon_{ls} = 0.1$) asks for $1 - \epsilon$ on it and spreads $\epsilon$ over the other
 # tokens, except padding, which never gets any. The loss is the KL divergence between that target
-# and the model's distribution. [`LabelSmoothing`](../../api/training/#vanilla_transformer.training.loss.LabelSmoothing)
+# and the model's distribution. [`LabelSmoothing`](../../api/training/loss/#vanilla_transformer.training.loss.LabelSmoothing)
 # keeps the target of its last call in `true_dist`. Here are five rows over a vocabulary of five
 # tokens, padding id 0, with $\epsilon = 0.4$ to make the spread easy to see. The correct tokens
 # are 2, 1, 0, 3 and 3; the third row's target *is* padding.
@@ -187,7 +187,7 @@ assert 1 < best < 99
 # %% [markdown]
 # ## Gradient accumulation
 #
-# [`run_epoch`](../../api/training/#vanilla_transformer.training.loop.run_epoch) can add up the gradients of `accum_iter`
+# [`run_epoch`](../../api/training/loop/#vanilla_transformer.training.loop.run_epoch) can add up the gradients of `accum_iter`
 # batches before each optimizer step, to train with a batch larger than fits in memory at once.
 # Each batch's summed loss is divided by the number of target tokens in the whole group, so the
 # accumulated gradient is exactly the gradient of the mean loss over the combined batch.
@@ -225,13 +225,13 @@ assert gap < 1e-5
 # %% [markdown]
 # ## Training
 #
-# [`train_copy_model`](../../api/copy_task/#vanilla_transformer.training.copy_task.train_copy_model) builds a model with
-# [`make_model`](../../api/model/#vanilla_transformer.model.encoder_decoder.make_model), the paper's optimizer and schedule, and
-# trains it on batches from [`data_gen`](../../api/batching/#vanilla_transformer.data.copy_task.data_gen): every sequence
+# [`train_copy_model`](../../api/training/copy_task/#vanilla_transformer.training.copy_task.train_copy_model) builds a model with
+# [`make_model`](../../api/model/encoder_decoder/#vanilla_transformer.model.encoder_decoder.make_model), the paper's optimizer and schedule, and
+# trains it on batches from [`data_gen`](../../api/data/copy_task/#vanilla_transformer.data.copy_task.data_gen): every sequence
 # starts with the start symbol 1 and its other nine tokens are drawn from 1 to 10; 0 is padding.
-# The defaults of [`CopyTaskConfig`](../../api/copy_task/#vanilla_transformer.training.copy_task.CopyTaskConfig) are printed
+# The defaults of [`CopyTaskConfig`](../../api/training/copy_task/#vanilla_transformer.training.copy_task.CopyTaskConfig) are printed
 # below; this page only halves the number of steps. The model's hyperparameters are a
-# [`ModelConfig`](../../api/config/#vanilla_transformer.model.config.ModelConfig), the same
+# [`ModelConfig`](../../api/model/config/#vanilla_transformer.model.config.ModelConfig), the same
 # one every model of the package is built from, with both vocabularies set to the task's.
 #
 # The defaults were tuned for a 2-core CPU. One layer per stack learns this task in fewer steps
@@ -265,7 +265,7 @@ plt.show()
 #
 # The test is **exact match**: greedy decoding must reproduce a whole sequence, token for token.
 # The 100 held-out sequences come from
-# [`heldout_sequences`](../../api/copy_task/#vanilla_transformer.data.copy_task.heldout_sequences), drawn with a different
+# [`heldout_sequences`](../../api/data/copy_task/#vanilla_transformer.data.copy_task.heldout_sequences), drawn with a different
 # seed from the training data.
 #
 # > **Correction.** Some versions of the source code start greedy decoding from
@@ -291,7 +291,7 @@ assert from_one[0, 0] == 1
 # %% [markdown]
 # ## What the attention heads learned
 #
-# Inside [`keep_attention`](../../api/attention/#vanilla_transformer.model.attention.keep_attention), every attention module
+# Inside [`keep_attention`](../../api/model/attention/#vanilla_transformer.model.attention.keep_attention), every attention module
 # keeps its weights in `.attn`, shape `(batch, h, query_len, key_len)`. One forward pass over the
 # first held-out sequence fills the encoder's self-attention, the decoder's (masked)
 # self-attention and the decoder's attention over the source. Each panel is one head; rows are
@@ -358,7 +358,7 @@ print(f"identical tokens for all 100 sequences; recomputing {1000 * (middle - st
 # The paper decodes translations with beam search, beam size 4 and length penalty
 # $\alpha = 0.6$ (section 6.1): the score of a finished hypothesis $Y$ is its log-probability
 # divided by $lp(Y) = ((5 + |Y|) / 6)^{\alpha}$.
-# [`beam_search`](../../api/beam_search/#vanilla_transformer.inference.beam.beam_search) implements it for a batch. On the
+# [`beam_search`](../../api/inference/beam/#vanilla_transformer.inference.beam.beam_search) implements it for a batch. On the
 # copy task the most probable sequence is nearly always the greedy one, so the two agree on the
 # sequences the model copies well:
 
@@ -373,10 +373,10 @@ assert tokens.shape == (8, 10) and bool((scores <= 0).all())
 # %% [markdown]
 # ## Training on several processes
 #
-# [`train_distributed`](../../api/distributed/#vanilla_transformer.training.distributed.train_distributed) runs the same
-# [`run_epoch`](../../api/training/#vanilla_transformer.training.loop.run_epoch) with the model wrapped in
+# [`train_distributed`](../../api/training/distributed/#vanilla_transformer.training.distributed.train_distributed) runs the same
+# [`run_epoch`](../../api/training/loop/#vanilla_transformer.training.loop.run_epoch) with the model wrapped in
 # `DistributedDataParallel`. Every rank draws the same global batch and keeps its own slice of
-# it ([`shard_batches`](../../api/distributed/#vanilla_transformer.training.distributed.shard_batches)); after `backward()` the
+# it ([`shard_batches`](../../api/training/distributed/#vanilla_transformer.training.distributed.shard_batches)); after `backward()` the
 # ranks average their gradients, so all copies of the model stay identical, and with equal
 # slices the update is the one a single process would make on the whole batch. The backend is
 # gloo on CPU and NCCL on GPUs. Start it with `torchrun`:
@@ -389,5 +389,5 @@ assert tokens.shape == (8, 10) and bool((scores <= 0).all())
 # fields of `ModelConfig`), with `--batch-size` counted per rank.
 #
 # The tests run two CPU processes with
-# [`run_local`](../../api/distributed/#vanilla_transformer.training.distributed.run_local) and check that both end with the same
+# [`run_local`](../../api/training/distributed/#vanilla_transformer.training.distributed.run_local) and check that both end with the same
 # weights and that the loss equals a single process's on the combined batch.

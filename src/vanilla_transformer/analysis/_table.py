@@ -73,4 +73,6 @@ def describe(config: ModelConfig, options: bool = True) -> str:
         "final norm" if config.has_final_norm else "no final norm",
         "generator bias" if config.generator_bias else "no generator bias",
     ]
+    if config.attention_dropout != config.dropout:
+        chosen.append(f"attention-weight dropout {config.attention_dropout}")
     return f"{call}\n  {', '.join(chosen)}"

@@ -215,8 +215,11 @@ def _activations(
     # differentiated by autograd, x, x - mean, a_2 * (x - mean), std and std + eps
     norm = (d + 2) * p if config.layer_norm == "torch" else (3 * d + 2) * p
 
+    attn_m = mask_bytes if config.attention_dropout > 0 else 0
+    attn_kept = p if config.attention_dropout > 0 else 0
+
     def probs(q_len: int, k_len: int) -> int:  # softmax output, dropout mask and output
-        return B * a * q_len * k_len * (p + m + kept)
+        return B * a * q_len * k_len * (p + attn_m + attn_kept)
 
     def self_attention(L: int) -> int:  # LN, input, Q, K, V, W^O input, residual mask
         return B * L * (norm + d * (5 * p + m)) + probs(L, L)

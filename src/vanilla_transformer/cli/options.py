@@ -23,7 +23,7 @@ from ..model.layers import LAYER_NORMS
 
 __all__ = ["add_config_arguments", "config_values"]
 
-_TYPES = {"int": int, "float": float, "str": str}
+_TYPES = {"int": int, "float": float, "float | None": float, "str": str}
 _CHOICES = {"layer_norm": LAYER_NORMS}
 _ALIASES = {"N": ["-N"]}
 

@@ -45,6 +45,9 @@ class ModelConfig:
             post-norm matches `torch.nn.Transformer`, which always has one.
         generator_bias: whether the generator's projection has a bias (the Annotated Transformer's has).
         max_len: length of the positional-encoding table.
+        attn_dropout: dropout on the attention weights. `None` (the default) uses `dropout`, as
+            the Annotated Transformer does; the paper applies dropout only to each sublayer's
+            output and to the embedding sums (section 5.4), so its presets set `0.0`.
 
     Raises:
         ValueError: for a non-positive size, `d_model % h != 0`, a dropout outside [0, 1), an
@@ -70,6 +73,7 @@ class ModelConfig:
     final_norm: bool | None = None
     generator_bias: bool = True
     max_len: int = 5000
+    attn_dropout: float | None = None
 
     def __post_init__(self) -> None:
         check_non_negative_int("src_vocab", self.src_vocab)
@@ -79,6 +83,8 @@ class ModelConfig:
         check_positive_int("d_ff", self.d_ff)
         check_heads(self.h, self.d_model)
         check_dropout(self.dropout)
+        if self.attn_dropout is not None:
+            check_dropout(self.attn_dropout, "attn_dropout")
         check_choice("layer_norm", self.layer_norm, LAYER_NORMS)
         check_positive_int("max_len", self.max_len)
         if self.layer_norm == "annotated" and self.d_model < 2:
@@ -102,6 +108,11 @@ class ModelConfig:
     def d_k(self) -> int:
         """Per-head width `d_model // h`."""
         return self.d_model // self.h
+
+    @property
+    def attention_dropout(self) -> float:
+        """Dropout on the attention weights (resolves `attn_dropout=None` to `dropout`)."""
+        return self.dropout if self.attn_dropout is None else self.attn_dropout
 
     @property
     def has_final_norm(self) -> bool:
@@ -128,9 +139,21 @@ class ModelConfig:
         return replace(self, **changes)
 
 
+_PAPER = dict(norm_first=False, tie_weights=True, generator_bias=False, layer_norm="torch",
+              attn_dropout=0.0)
+
 PRESETS: dict[str, dict[str, Any]] = {
     "base": dict(N=6, d_model=512, d_ff=2048, h=8, dropout=0.1),
     "big": dict(N=6, d_model=1024, d_ff=4096, h=16, dropout=0.3),
+    "paper-base": dict(N=6, d_model=512, d_ff=2048, h=8, dropout=0.1, **_PAPER),
+    "paper-big": dict(N=6, d_model=1024, d_ff=4096, h=16, dropout=0.3, **_PAPER),
 }
-"""The paper's Table 3 sizes. The vocabulary (37000 shared BPE tokens for English-German) is
-chosen separately."""
+"""Named sets of `ModelConfig` fields; the vocabulary is chosen separately.
+
+- `base`, `big`: Table 3's sizes in the Annotated Transformer's arrangement (pre-norm, untied
+  embeddings, a generator with a bias, dropout on the attention weights too).
+- `paper-base`, `paper-big`: the paper's model: Table 3's sizes, post-norm residual blocks
+  (section 3.1), one weight matrix shared by both embeddings and the pre-softmax projection
+  (section 3.4, which needs one vocabulary for both languages), no generator bias, standard
+  LayerNorm, and dropout only on sublayer outputs and embedding sums (section 5.4).
+"""

@@ -147,7 +147,7 @@ def _build(config: ModelConfig) -> EncoderDecoder:
     c = copy.deepcopy
     d_model, dropout = config.d_model, config.dropout
     arrangement = dict(norm_first=config.norm_first, layer_norm=config.layer_norm)
-    attn = MultiHeadedAttention(config.h, d_model, dropout)
+    attn = MultiHeadedAttention(config.h, d_model, config.attention_dropout)
     ff = PositionwiseFeedForward(d_model, config.d_ff, dropout)
     position = PositionalEncoding(d_model, dropout, config.max_len)
     final_norm = config.has_final_norm
@@ -181,10 +181,11 @@ def make_model(
 
     The positional arguments are the Annotated Transformer's; every other option of
     [`ModelConfig`][vanilla_transformer.model.config.ModelConfig] is accepted by keyword
-    (`tie_weights`, `norm_first`, `layer_norm`, `final_norm`, `generator_bias`, `max_len`). The
-    defaults are the Annotated Transformer's arrangement: pre-norm, untied embeddings, a final
-    LayerNorm on each stack and a generator with a bias. Everything is checked before anything
-    is built.
+    (`tie_weights`, `norm_first`, `layer_norm`, `final_norm`, `generator_bias`, `max_len`,
+    `attn_dropout`). The defaults are the Annotated Transformer's arrangement: pre-norm, untied
+    embeddings, a final LayerNorm on each stack, a generator with a bias and dropout on the
+    attention weights. The paper's own model is `make_model(V, V, **PRESETS["paper-base"])`.
+    Everything is checked before anything is built.
 
     Args:
         src_vocab: source vocabulary size.
