@@ -19,8 +19,8 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 # The CPU wheel, pinned: an open-ended torch requirement would pull several GB of CUDA packages.
-.venv/bin/python -m pip install --quiet "torch==2.13.0"
-.venv/bin/python -m pip install --quiet -e ".[docs,test]"
+.venv/bin/python -m pip install --quiet -c constraints.txt torch
+.venv/bin/python -m pip install --quiet -c constraints.txt -e ".[docs,test]"
 
 # Browser tests use Debian's Chromium (never `playwright install`).
 if [ ! -x /usr/bin/chromium ] && [ "${SKIP_CHROMIUM:-0}" != 1 ]; then

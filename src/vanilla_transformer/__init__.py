@@ -43,11 +43,9 @@ from .data.batching import Batch, collate_batch, pad_sequences
 from .data.copy_task import data_gen
 from .inference.beam import Hypothesis, beam_search, length_penalty
 from .inference.greedy import embed_last_position, greedy_decode
+from .interop.forward import TorchMasks, batch_masks_to_torch, forward_with_torch_masks
 from .interop.masks import (
-    TorchMasks,
     attn_mask_to_keep,
-    batch_masks_to_torch,
-    forward_with_torch_masks,
     keep_to_attn_mask,
     keep_to_key_padding_mask,
     key_padding_mask_to_keep,
