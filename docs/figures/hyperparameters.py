@@ -19,7 +19,7 @@ HEAD_COLOURS = ("#f4a6a0", "#f9d3a8")
 
 
 def draw():
-    configs = {name: ModelConfig(0, 0, **sizes) for name, sizes in PRESETS.items()}
+    configs = {name: ModelConfig(0, 0, **PRESETS[name]) for name in ("base", "big")}
     widest = max(c.d_ff for c in configs.values())
     fig, axes = plt.subplots(len(configs), 1, figsize=(10, 1.9 * len(configs)), sharex=True)
     for ax, (name, cfg) in zip(axes, configs.items()):

@@ -30,10 +30,10 @@ COLOURS = {
 def draw():
     v = PRESET_VOCAB
     bars = []
-    for preset, sizes in PRESETS.items():
-        bars.append((f"{preset}, untied\n(make_model default)", parameter_count(v, v, **sizes)))
-        bars.append((f"{preset}, tied, no generator bias\n(168d² + 196d + vocab·d)",
-                     parameter_count(v, v, **sizes, tie_weights=True, generator_bias=False)))
+    for size in ("base", "big"):
+        bars.append((f"{size}, untied\n(make_model default)", parameter_count(v, v, **PRESETS[size])))
+        bars.append((f"paper-{size}: tied, post-norm,\nno generator bias",
+                     parameter_count(v, v, **PRESETS[f"paper-{size}"])))
     fig, ax = plt.subplots(figsize=(10, 4.2))
     for row, (label, count) in enumerate(bars):
         left = 0.0
