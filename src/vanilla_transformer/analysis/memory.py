@@ -238,10 +238,6 @@ def _activations(
         Component("decoder_feed_forward", feed_forward(T), n),
         Component("final_norms", B * (S + T) * norm, 1 if config.has_final_norm else 0),
         Component("generator", B * T * (d + config.tgt_vocab) * p, 1, "input, log-probs"),
-        # attention fuses its projections only for inputs of at least d_model rows
-        Component("fused_qkv_weights", 3 * d * d * p, n * ((B * S >= d) + (B * T >= d)),
-                  "self-attention [W^Q; W^K; W^V]"),
-        Component("fused_kv_weights", 2 * d * d * p, n * (B * S >= d), "cross-attention [W^K; W^V]"),
     )
 
 

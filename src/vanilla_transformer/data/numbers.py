@@ -1,0 +1,222 @@
+"""A real language pair made at run time: English number words to German (or French) ones.
+
+`num2words` spells every number in each language, so "four hundred and twenty-one" pairs with
+"vierhunderteinundzwanzig". The numbers are split into train, valid and test sets by a seeded
+permutation, so no test number is ever seen in training. Parallel corpora are kept as UTF-8
+TSV files, one `source<TAB>target` pair a line.
+
+Explained on the [Training a real translator][translator-guide] page.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import torch
+
+from .._checks import check_non_negative_int, check_positive_int
+from .._io import atomic_write
+
+__all__ = [
+    "LANGUAGES",
+    "DEFAULT_LIMIT",
+    "DEFAULT_SIZES",
+    "number_words",
+    "number_pairs",
+    "split_numbers",
+    "number_corpus",
+    "write_tsv",
+    "read_tsv",
+]
+
+LANGUAGES = ("de", "fr")
+"""Target languages of the number corpus (the source is always English)."""
+
+DEFAULT_LIMIT = 1_000_000
+"""Numbers are drawn from `range(DEFAULT_LIMIT)` unless told otherwise."""
+
+DEFAULT_SIZES = {"train": 20_000, "valid": 500, "test": 1_000}
+"""How many numbers each split holds by default."""
+
+
+def _check_lang(lang: object) -> str:
+    if lang not in LANGUAGES:
+        raise ValueError(f"lang must be one of {LANGUAGES}, got {lang!r}")
+    return lang  # type: ignore[return-value]
+
+
+def number_words(n: int, lang: str = "en") -> str:
+    """Spell the number `n` in words (`lang` is `"en"` or one of `LANGUAGES`).
+
+    Args:
+        n: an int >= 0.
+        lang: `"en"`, `"de"` or `"fr"`.
+
+    Returns:
+        The words, as `num2words` writes them.
+
+    Raises:
+        ValueError: for a negative `n` or an unknown language. TypeError: for a non-int `n`.
+
+    Examples:
+        >>> from vanilla_transformer.data.numbers import number_words
+        >>> number_words(421), number_words(421, "de"), number_words(421, "fr")
+        ('four hundred and twenty-one', 'vierhunderteinundzwanzig', 'quatre cent vingt et un')
+    """
+    from num2words import num2words
+
+    check_non_negative_int("n", n)
+    if lang != "en":
+        _check_lang(lang)
+    return num2words(n, lang=lang)
+
+
+def number_pairs(numbers: Iterable[int], lang: str = "de") -> list[tuple[str, str]]:
+    """`(English words, words in lang)` for each number.
+
+    Examples:
+        >>> from vanilla_transformer.data.numbers import number_pairs
+        >>> number_pairs([21, 1000], "de")
+        [('twenty-one', 'einundzwanzig'), ('one thousand', 'eintausend')]
+    """
+    _check_lang(lang)
+    return [(number_words(n, "en"), number_words(n, lang)) for n in numbers]
+
+
+def split_numbers(
+    sizes: dict[str, int] | None = None, *, limit: int = DEFAULT_LIMIT, seed: int = 0
+) -> dict[str, list[int]]:
+    """Disjoint sets of numbers from `range(limit)`, one per split, drawn by a seeded permutation.
+
+    Args:
+        sizes: how many numbers each split gets, in order (default `DEFAULT_SIZES`).
+        limit: numbers are drawn from `range(limit)`.
+        seed: the permutation's seed.
+
+    Returns:
+        `{split name: numbers}`; no number is in two splits.
+
+    Raises:
+        ValueError: if the sizes add up to more than `limit`.
+
+    Examples:
+        >>> from vanilla_transformer.data.numbers import split_numbers
+        >>> s = split_numbers({"train": 6, "test": 3}, limit=10, seed=1)
+        >>> len(s["train"]), len(s["test"]), set(s["train"]) & set(s["test"])
+        (6, 3, set())
+    """
+    sizes = dict(DEFAULT_SIZES if sizes is None else sizes)
+    check_positive_int("limit", limit)
+    for name, size in sizes.items():
+        check_non_negative_int(f"size of {name!r}", size)
+    if sum(sizes.values()) > limit:
+        raise ValueError(f"the splits need {sum(sizes.values())} distinct numbers but "
+                         f"range({limit}) has only {limit}")
+    order = torch.randperm(limit, generator=torch.Generator().manual_seed(seed))
+    out, start = {}, 0
+    for name, size in sizes.items():
+        out[name] = order[start:start + size].tolist()
+        start += size
+    return out
+
+
+def number_corpus(
+    lang: str = "de",
+    sizes: dict[str, int] | None = None,
+    *,
+    limit: int = DEFAULT_LIMIT,
+    seed: int = 0,
+) -> dict[str, list[tuple[str, str]]]:
+    """The number-translation corpus: `{split: [(English, target), ...]}`.
+
+    Args:
+        lang: the target language, one of `LANGUAGES`.
+        sizes: numbers per split (default `DEFAULT_SIZES`).
+        limit: numbers are drawn from `range(limit)`.
+        seed: the split's seed.
+
+    Returns:
+        The pairs of each split, in the permutation's order.
+
+    Examples:
+        >>> from vanilla_transformer.data.numbers import number_corpus
+        >>> corpus = number_corpus("de", {"train": 3, "test": 1}, limit=100, seed=0)
+        >>> len(corpus["train"]), corpus["test"]
+        (3, [('eighty-seven', 'siebenundachtzig')])
+    """
+    _check_lang(lang)
+    splits = split_numbers(sizes, limit=limit, seed=seed)
+    return {name: number_pairs(numbers, lang) for name, numbers in splits.items()}
+
+
+def write_tsv(path: str | os.PathLike[str], pairs: Sequence[tuple[str, str]]) -> Path:
+    """Write `source<TAB>target` lines (UTF-8), atomically.
+
+    Raises:
+        ValueError: if a sentence holds a tab or a newline.
+
+    Examples:
+        >>> import tempfile, os
+        >>> from vanilla_transformer.data.numbers import read_tsv, write_tsv
+        >>> path = write_tsv(os.path.join(tempfile.mkdtemp(), "a.tsv"), [("one", "eins")])
+        >>> read_tsv(path)
+        [('one', 'eins')]
+    """
+    for i, pair in enumerate(pairs):
+        if any(("\t" in s or "\n" in s) for s in pair):
+            raise ValueError(f"pair {i} {pair!r} holds a tab or a newline")
+    text = "".join(f"{src}\t{tgt}\n" for src, tgt in pairs)
+    return atomic_write(path, lambda f: f.write(text.encode("utf-8")))
+
+
+def read_tsv(path: str | os.PathLike[str]) -> list[tuple[str, str]]:
+    """Read a parallel corpus: UTF-8, one `source<TAB>target` pair a line.
+
+    Args:
+        path: the file.
+
+    Returns:
+        The `(source, target)` pairs.
+
+    Raises:
+        ValueError: if the file is missing, unreadable, not UTF-8 or empty, or a line does not
+            hold exactly one tab or has an empty side; the message names the file and line.
+
+    Examples:
+        >>> import tempfile, os
+        >>> from vanilla_transformer.data.numbers import read_tsv
+        >>> path = os.path.join(tempfile.mkdtemp(), "bad.tsv")
+        >>> _ = open(path, "w").write("one\\teins\\ntwo zwei\\n")
+        >>> read_tsv(path)
+        Traceback (most recent call last):
+        ...
+        ValueError: ...bad.tsv line 2: expected exactly one tab (source<TAB>target), found 0
+    """
+    name = os.fspath(path)
+    try:
+        text = Path(name).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ValueError(f"{name}: no such file") from None
+    except IsADirectoryError:
+        raise ValueError(f"{name}: is a folder, not a file") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{name}: not UTF-8 text") from None
+    except OSError as error:
+        raise ValueError(f"{name}: cannot read it ({error.strerror or error})") from None
+    pairs = []
+    for i, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        tabs = line.count("\t")
+        if tabs != 1:
+            raise ValueError(f"{name} line {i}: expected exactly one tab (source<TAB>target), "
+                             f"found {tabs}")
+        src, tgt = (s.strip() for s in line.split("\t"))
+        if not src or not tgt:
+            raise ValueError(f"{name} line {i}: empty {'source' if not src else 'target'}")
+        pairs.append((src, tgt))
+    if not pairs:
+        raise ValueError(f"{name}: empty file, no source<TAB>target lines")
+    return pairs
