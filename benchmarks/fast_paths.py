@@ -9,6 +9,8 @@ source and target lengths 64, 256 and 1024, for:
 - `package`: the package as it is (`fast_attention`);
 - `sdpa-only`: `fast_attention` without its CPU branch for dropout on the weights, so that
   PyTorch's own fallback runs;
+- `torch-dropout`: `nn.Dropout` in place of the package's `Dropout`, whose CPU mask is drawn as
+  `rand_like(x) >= p` instead of with `bernoulli_`;
 - candidates that are *not* in the package, kept here to show why: `fused-qkv` (the three
   input projections of self-attention as one matrix multiply), `layernorm-backward` (a
   hand-written autograd function for the Annotated Transformer's LayerNorm) and `no-mask` (an
@@ -38,9 +40,11 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 from vanilla_transformer import make_model, subsequent_mask
 from vanilla_transformer.model import LayerNorm, MultiHeadedAttention
+from vanilla_transformer.model.fast import Dropout
 
 attention_module = importlib.import_module("vanilla_transformer.model.attention")
 
@@ -122,6 +126,7 @@ VARIANTS = {
     "fused-qkv": lambda: patched(MultiHeadedAttention, "forward", _fused_forward),
     "layernorm-backward": lambda: patched(LayerNorm, "forward", _layernorm_forward),
     "no-mask": contextlib.nullcontext,
+    "torch-dropout": lambda: patched(Dropout, "forward", nn.Dropout.forward),
 }
 
 

@@ -6,6 +6,12 @@ memory and adds the result to the site as `assets/figures/<name>.svg`, which pag
 `![alt text](../assets/figures/<name>.svg)`. Nothing is written into docs/, so `mkdocs serve` does
 not rebuild in a loop, and the files exist for the strict link check.
 
+Legible on every screen: the hook records the smallest font size of each figure (in pt, which is the
+SVG's user unit) on its root element as `data-min-font-pt`, and gives every `<img>` of the figure a
+`min-width` at which that text is `MIN_TEXT_PX` CSS pixels; below it the figure scrolls sideways
+(docs/stylesheets/extra.css) instead of shrinking. The background is transparent, so the page's
+colour shows through, and the dark scheme inverts the drawing with a CSS filter.
+
 The SVG is deterministic: a fixed hash salt for element ids, no date in the metadata, text drawn as
 paths (no font is needed to view it), and the random number generators seeded before each `draw()`.
 A figure script that raises, or whose `draw()` does not return a `Figure`, fails the build with the
@@ -16,7 +22,9 @@ from __future__ import annotations
 
 import io
 import logging
+import math
 import random
+import re
 import runpy
 import traceback
 from pathlib import Path
@@ -30,6 +38,10 @@ log = logging.getLogger("mkdocs.hooks.figures")
 FIGURES_DIR = "figures"
 OUTPUT_DIR = "assets/figures"
 SVG_RC = {"svg.hashsalt": "vanilla-transformer", "svg.fonttype": "path"}
+MIN_TEXT_PX = 11  # the smallest text of a figure, as displayed, in CSS pixels
+
+# min-width in CSS pixels of each figure drawn by this build, by name (filled by on_files).
+_min_widths: dict[str, int] = {}
 
 
 def figure_scripts(docs_dir: str | Path) -> list[Path]:
@@ -37,8 +49,39 @@ def figure_scripts(docs_dir: str | Path) -> list[Path]:
     return sorted(p for p in (Path(docs_dir) / FIGURES_DIR).glob("*.py") if not p.name.startswith("_"))
 
 
+def smallest_font_pt(fig) -> float:
+    """The smallest font size, in points, of the visible non-empty text of a drawn figure."""
+    from matplotlib.text import Text
+
+    sizes = [
+        t.get_fontsize()
+        for t in fig.findobj(Text)
+        if t.get_visible() and t.get_text().strip() and (t.axes is None or t.axes.get_visible())
+    ]
+    return min(sizes) if sizes else 0.0
+
+
+def svg_size_pt(svg: bytes) -> tuple[float, float]:
+    """The width and height of an SVG written by matplotlib, from its viewBox (in points)."""
+    match = re.search(rb'viewBox="0 0 ([0-9.]+) ([0-9.]+)"', svg)
+    if match is None:
+        raise ValueError("the SVG has no viewBox")
+    return float(match.group(1)), float(match.group(2))
+
+
+def min_width_px(svg: bytes) -> int:
+    """The displayed width, in CSS pixels, at which the smallest text of `svg` is MIN_TEXT_PX."""
+    match = re.search(rb'data-min-font-pt="([0-9.]+)"', svg)
+    if match is None or float(match.group(1)) <= 0:
+        return 0
+    return math.ceil(MIN_TEXT_PX * svg_size_pt(svg)[0] / float(match.group(1)))
+
+
 def render_svg(script: Path) -> bytes:
     """Run `script`, call its `draw()` and return the figure as SVG bytes.
+
+    The background is transparent and the root `<svg>` carries `data-min-font-pt`, the smallest
+    font size of the figure.
 
     Raises:
         PluginError: the script failed, has no `draw()`, or `draw()` did not return a Figure.
@@ -78,7 +121,9 @@ def render_svg(script: Path) -> bytes:
                     f"{type(fig).__name__}, not a matplotlib Figure"
                 )
             buffer = io.BytesIO()
-            fig.savefig(buffer, format="svg", metadata={"Date": None}, bbox_inches="tight")
+            fig.savefig(buffer, format="svg", metadata={"Date": None}, bbox_inches="tight",
+                        transparent=True)
+            smallest = smallest_font_pt(fig)  # after savefig: tick labels exist once drawn
     except PluginError:
         raise
     except BaseException as exc:  # noqa: BLE001 - any failure of a figure must stop the build
@@ -90,7 +135,7 @@ def render_svg(script: Path) -> bytes:
         if fig is not None:
             plt.close(fig)
         plt.close("all")
-    return buffer.getvalue()
+    return buffer.getvalue().replace(b"<svg ", f'<svg data-min-font-pt="{smallest:g}" '.encode(), 1)
 
 
 def on_files(files: Files, config: MkDocsConfig) -> Files:
@@ -103,7 +148,24 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
                 f"docs/{src_uri} exists as a file, but it is drawn by docs/{FIGURES_DIR}/{script.name}; "
                 "delete the file"
             )
-        files.append(File.generated(config, src_uri, content=render_svg(script)))
+        svg = render_svg(script)
+        _min_widths[script.stem] = min_width_px(svg)
+        files.append(File.generated(config, src_uri, content=svg))
     if scripts:
         log.info("figures: rendered %d figure(s) to %s/", len(scripts), OUTPUT_DIR)
     return files
+
+
+_FIGURE_IMG = re.compile(r'<img\b[^>]*?\bsrc="[^"]*?\bassets/figures/(?P<name>[\w-]+)\.svg"[^>]*?>')
+
+
+def on_page_content(html: str, **kwargs) -> str:
+    """Give each figure's `<img>` the min-width at which its smallest text is MIN_TEXT_PX."""
+
+    def add_min_width(match: re.Match) -> str:
+        width = _min_widths.get(match.group("name"))
+        if not width or " style=" in match.group(0):
+            return match.group(0)
+        return match.group(0).replace("<img", f'<img style="min-width: {width}px"', 1)
+
+    return _FIGURE_IMG.sub(add_min_width, html)

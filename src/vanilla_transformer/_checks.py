@@ -9,9 +9,38 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ['INTEGER_DTYPES', 'check_positive_int', 'check_non_negative_int', 'check_dropout', 'check_heads', 'check_token_ids', 'check_mask', 'check_choice']
+__all__ = [
+    "INTEGER_DTYPES",
+    "TOKEN_ID_DTYPES",
+    "MAX_SEED",
+    "reads_values",
+    "check_positive_int",
+    "check_non_negative_int",
+    "check_pad",
+    "check_seed",
+    "check_dropout",
+    "check_heads",
+    "check_token_ids",
+    "check_mask",
+    "check_keep_mask_values",
+    "check_choice",
+]
 
 INTEGER_DTYPES = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
+"""Every integer dtype; the model's embeddings accept only `TOKEN_ID_DTYPES`."""
+
+TOKEN_ID_DTYPES = (torch.int64, torch.int32)
+"""The dtypes `nn.Embedding` accepts as indices."""
+
+MAX_SEED = 2**63 - 1
+"""The largest seed accepted: `torch.manual_seed` takes 64-bit seeds, and the package adds
+small offsets (the held-out seed is the training seed plus one, each rank adds its rank)."""
+
+
+def reads_values(x: torch.Tensor) -> bool:
+    """Whether a check may read the values of `x`: only on the CPU and outside
+    `torch.compile` (on a GPU it would synchronise, in a compiled graph it would break it)."""
+    return x.device.type == "cpu" and not torch.compiler.is_compiling()
 
 
 def check_positive_int(name: str, value: object) -> int:
@@ -30,6 +59,26 @@ def check_non_negative_int(name: str, value: object) -> int:
     if value < 0:
         raise ValueError(f"{name} must be an int >= 0, got {value}")
     return value
+
+
+def check_pad(value: object, name: str = "pad") -> int:
+    """Return `value` if it is a token id (an int >= 0) usable as padding, else raise."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(
+            f"{name} must be the int id of the padding token, got {value!r} "
+            f"({type(value).__name__})"
+        )
+    if value < 0:
+        raise ValueError(f"{name} must be a token id >= 0, got {value}")
+    return value
+
+
+def check_seed(value: object, name: str = "seed") -> int:
+    """Return `value` if it is an int seed in `[0, MAX_SEED]`, else raise."""
+    check_non_negative_int(name, value)
+    if value > MAX_SEED:  # type: ignore[operator]
+        raise ValueError(f"{name} must be at most 2**63 - 1 = {MAX_SEED}, got {value}")
+    return value  # type: ignore[return-value]
 
 
 def check_dropout(value: object, name: str = "dropout") -> float:
@@ -65,9 +114,14 @@ def check_token_ids(x: object, vocab: int | None, name: str = "token ids") -> No
             f"{name} must be an integer tensor (e.g. torch.long) of token ids, got dtype {x.dtype}; "
             "did you pass embeddings or a float tensor where ids were expected?"
         )
+    if x.dtype not in TOKEN_ID_DTYPES:
+        raise TypeError(
+            f"{name} must be a torch.long (or torch.int32) tensor of token ids, got dtype "
+            f"{x.dtype}, which an embedding cannot look up; convert it with {name}.long()"
+        )
     if x.dim() != 2:
         raise ValueError(f"{name} must have shape (batch, seq_len), got {tuple(x.shape)}")
-    if vocab is None or x.numel() == 0 or x.device.type != "cpu" or torch.compiler.is_compiling():
+    if vocab is None or x.numel() == 0 or not reads_values(x):
         return
     lo, hi = (int(t) for t in torch.aminmax(x))
     if lo < 0 or hi >= vocab:
@@ -105,6 +159,24 @@ def check_mask(
             f"{name} of shape {tuple(mask.shape)} cannot broadcast to "
             f"(batch, query_len, key_len) = ({batch}, {query_len}, {key_len}); expected "
             f"({batch} or 1, {query_len} or 1, {key_len})"
+        )
+
+
+def check_keep_mask_values(mask: torch.Tensor, name: str = "mask") -> None:
+    """Raise if a floating-point keep-mask holds anything but 0 and 1.
+
+    A float mask of PyTorch's kind is *additive* (0 = may attend, `-inf` = blocked): read as a
+    keep-mask it would be inverted. Checked only where the values may be read (`reads_values`).
+    """
+    if not mask.is_floating_point() or mask.numel() == 0 or not reads_values(mask):
+        return
+    bad = mask[(mask != 0) & (mask != 1)]  # NaN is unequal to both, so it is caught too
+    if bad.numel():
+        raise ValueError(
+            f"{name} is a float keep-mask (1 = may attend, 0 = blocked) but holds the value "
+            f"{bad[0].item()}; a float keep-mask may hold only 0 and 1. An additive mask of "
+            "PyTorch's (0 = attend, -inf = blocked) must be converted with "
+            "vanilla_transformer.interop.attn_mask_to_keep"
         )
 
 

@@ -12,18 +12,46 @@ from collections.abc import Sequence
 
 import torch
 
-from .._checks import INTEGER_DTYPES
+from .._checks import INTEGER_DTYPES, check_non_negative_int, check_pad, check_token_ids
 from ..model.masks import padding_mask, subsequent_mask
 
 __all__ = ['Batch', 'pad_sequences', 'collate_batch']
 
+
 def _check_ids(name: str, x: torch.Tensor) -> None:
-    if not isinstance(x, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor of token ids, got {type(x).__name__}")
-    if x.dtype not in INTEGER_DTYPES:
-        raise TypeError(f"{name} must be an integer tensor of token ids, got dtype {x.dtype}")
-    if x.dim() != 2:
-        raise ValueError(f"{name} must have shape (batch, seq_len), got {tuple(x.shape)}")
+    check_token_ids(x, None, name)
+    if x.size(0) == 0 or x.size(1) == 0:
+        raise ValueError(f"{name} of shape {tuple(x.shape)} is empty: a batch needs at least one "
+                         "sequence of at least one token")
+
+
+def _as_ids(sequence: object, name: str) -> torch.Tensor:
+    """`sequence` (a list of ints or an integer tensor) as a 1-D `torch.long` tensor.
+
+    Floats are refused rather than truncated: `[1.7, 2.9]` is not `[1, 2]`.
+    """
+    if isinstance(sequence, (str, bytes)):
+        raise TypeError(f"{name} must be a sequence of int token ids, got the string "
+                        f"{sequence!r}; tokenise it first")
+    try:
+        ids = torch.as_tensor(sequence)
+    except (TypeError, ValueError, RuntimeError) as error:
+        raise TypeError(f"{name} must be a sequence of int token ids, got {sequence!r} "
+                        f"({error})") from None
+    if ids.numel() == 0:
+        ids = ids.long()
+    if ids.dtype not in INTEGER_DTYPES:
+        if ids.dim() == 1 and not isinstance(sequence, torch.Tensor):
+            bad = next((v for v in sequence if isinstance(v, bool) or not isinstance(v, int)),
+                       None)  # type: ignore[union-attr]
+            detail = f"the value {bad!r} ({type(bad).__name__})"
+        else:
+            detail = f"dtype {ids.dtype}"
+        raise TypeError(f"{name} must hold int token ids, got {detail}; "
+                        "ids are never rounded or truncated")
+    if ids.dim() != 1:
+        raise ValueError(f"{name} must be 1-D token ids, got shape {tuple(ids.shape)}")
+    return ids.long()
 
 
 class Batch:
@@ -45,9 +73,10 @@ class Batch:
         ntokens: number of non-padding tokens in `tgt_y` (a 0-d tensor), the loss normaliser.
 
     Raises:
-        TypeError: if `src` or `tgt` is not an integer tensor.
-        ValueError: if they are not 2-D, their batch sizes differ, or `tgt` has fewer than two
-            positions.
+        TypeError: if `src` or `tgt` is not a `torch.long` (or `torch.int32`) tensor, or `pad`
+            is not an int.
+        ValueError: if they are not 2-D or are empty, their batch sizes differ, `tgt` has fewer
+            than two positions, or `pad` is negative.
 
     Examples:
         >>> b = Batch(torch.tensor([[1, 5, 6, 0]]), torch.tensor([[1, 5, 6, 0]]), pad=0)
@@ -57,6 +86,7 @@ class Batch:
 
     def __init__(self, src: torch.Tensor, tgt: torch.Tensor | None = None, pad: int = 2) -> None:
         _check_ids("src", src)
+        check_pad(pad)
         self.src = src
         self.src_mask = padding_mask(src, pad)
         self.pad = pad
@@ -123,18 +153,18 @@ def pad_sequences(sequences: Sequence[Sequence[int] | torch.Tensor], pad: int) -
         A `torch.long` tensor of shape `(len(sequences), longest length)`.
 
     Raises:
-        ValueError: if `sequences` is empty or an item is not 1-D.
+        ValueError: if `sequences` is empty, an item is not 1-D, or `pad` is negative.
+        TypeError: if an item holds something other than int ids (a float is never truncated)
+            or `pad` is not an int.
 
     Examples:
         >>> pad_sequences([[5, 6, 7], [8]], pad=0).tolist()
         [[5, 6, 7], [8, 0, 0]]
     """
+    check_pad(pad)
     if len(sequences) == 0:
         raise ValueError("sequences must contain at least one sequence")
-    rows = [torch.as_tensor(s, dtype=torch.long) for s in sequences]
-    for i, r in enumerate(rows):
-        if r.dim() != 1:
-            raise ValueError(f"sequence {i} must be 1-D token ids, got shape {tuple(r.shape)}")
+    rows = [_as_ids(s, f"sequence {i}") for i, s in enumerate(sequences)]
     out = torch.full((len(rows), max(r.numel() for r in rows)), pad, dtype=torch.long)
     for i, r in enumerate(rows):
         out[i, : r.numel()] = r
@@ -162,14 +192,30 @@ def collate_batch(
         A [`Batch`][vanilla_transformer.data.batching.Batch]; each target must then hold at least two
         tokens, the start symbol included.
 
+    Raises:
+        ValueError: if `pairs` is empty or an item is not a pair, a sequence is not 1-D, or
+            `pad`, `bos` or `eos` is negative.
+        TypeError: if a sequence holds something other than int ids (`[1.7]` is refused, not
+            truncated to `[1]`), or `pad`, `bos` or `eos` is not an int.
+
     Examples:
         >>> b = collate_batch([([4, 5, 6], [7, 8]), ([4], [9])], pad=0, bos=1, eos=2)
         >>> b.src.tolist(), b.tgt.tolist(), b.tgt_y.tolist()
         ([[4, 5, 6], [4, 0, 0]], [[1, 7, 8], [1, 9, 2]], [[7, 8, 2], [9, 2, 0]])
     """
+    check_pad(pad)
+    for name, symbol in (("bos", bos), ("eos", eos)):
+        if symbol is not None:
+            check_non_negative_int(name, symbol)
     if len(pairs) == 0:
         raise ValueError("pairs must contain at least one (src, tgt) pair")
-    srcs = [list(map(int, s)) for s, _ in pairs]
-    tgts = [([bos] if bos is not None else []) + list(map(int, t)) + ([eos] if eos is not None else [])
-            for _, t in pairs]
+    srcs, tgts = [], []
+    for i, pair in enumerate(pairs):
+        if isinstance(pair, (str, bytes)) or len(pair) != 2:
+            raise ValueError(f"pairs[{i}] must be a (src, tgt) pair of token-id sequences, "
+                             f"got {pair!r}")
+        srcs.append(_as_ids(pair[0], f"pairs[{i}] source"))
+        tgt = _as_ids(pair[1], f"pairs[{i}] target")
+        tgts.append(torch.cat([torch.tensor([] if bos is None else [bos], dtype=torch.long), tgt,
+                               torch.tensor([] if eos is None else [eos], dtype=torch.long)]))
     return Batch(pad_sequences(srcs, pad), pad_sequences(tgts, pad), pad=pad)

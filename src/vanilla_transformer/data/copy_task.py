@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import torch
 
-from .._checks import check_positive_int
+from .._checks import check_positive_int, check_seed
 from .batching import Batch
 
 __all__ = ['START_SYMBOL', 'PAD', 'heldout_sequences', 'data_gen']
@@ -78,7 +78,8 @@ def data_gen(
         [`Batch`][vanilla_transformer.data.batching.Batch]es with `pad=0` and `src == tgt`.
 
     Raises:
-        ValueError: if `V < 2` or a size is not positive.
+        ValueError: if `V < 2`, a size is not positive, or `seed` is negative or above
+            `2**63 - 1`.
 
     Examples:
         >>> batches = list(data_gen(11, batch_size=2, nbatches=3, seed=0))
@@ -92,6 +93,7 @@ def data_gen(
     check_positive_int("nbatches", nbatches)
     check_positive_int("seq_len", seq_len)
     if generator is None and seed is not None:
+        check_seed(seed)
         generator = torch.Generator().manual_seed(seed)
     for _ in range(nbatches):
         data = torch.randint(1, V, size=(batch_size, seq_len), generator=generator)

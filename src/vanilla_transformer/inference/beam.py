@@ -19,7 +19,11 @@ from ..model.encoder_decoder import EncoderDecoder
 from ..model.masks import subsequent_mask
 from .greedy import _check_inputs, _src_keep_mask, embed_last_position
 
-__all__ = ['Hypothesis', 'length_penalty', 'sequence_log_prob', 'beam_search']
+__all__ = ['MAX_BEAM_SIZE', 'Hypothesis', 'length_penalty', 'sequence_log_prob', 'beam_search']
+
+MAX_BEAM_SIZE = 1024
+"""The widest beam `beam_search` accepts (the paper uses 4): a wider one costs `beam_size`
+decoder rows per source sentence and a top-k over `beam_size * vocab` scores at every step."""
 
 
 class Hypothesis(NamedTuple):
@@ -171,8 +175,8 @@ def beam_search(
         [`Hypothesis`][vanilla_transformer.inference.beam.Hypothesis] tuples, best first.
 
     Raises:
-        ValueError: if `max_len` or `beam_size` is not a positive int, `length_penalty` is
-            negative, or `src`, `src_mask` or a symbol is invalid (see
+        ValueError: if `max_len` or `beam_size` is not a positive int, `beam_size` is above
+            `MAX_BEAM_SIZE` (1024), `length_penalty` is negative, or `src`, `src_mask` or a symbol is invalid (see
             [`greedy_decode`][vanilla_transformer.inference.greedy.greedy_decode]).
         TypeError: for an argument of the wrong type.
 
@@ -190,6 +194,9 @@ def beam_search(
     """
     src_mask = _check_inputs(model, src, src_mask, max_len, start_symbol, end_symbol, pad_symbol)
     check_positive_int("beam_size", beam_size)
+    if beam_size > MAX_BEAM_SIZE:
+        raise ValueError(f"beam_size must be at most {MAX_BEAM_SIZE}, got {beam_size} "
+                         "(the paper uses 4)")
     alpha = _check_alpha(length_penalty)
     batch, k = src.size(0), beam_size
     device = src.device

@@ -52,6 +52,9 @@ def _check_inputs(
     against the positional table, because the decoding loop calls the decoder directly.
     """
     check_token_ids(src, None, "src")
+    if src.size(0) == 0 or src.size(1) == 0:
+        raise ValueError(f"src of shape {tuple(src.shape)} is empty: decoding needs at least one "
+                         "source sequence of at least one token")
     check_positive_int("max_len", max_len)
     check_non_negative_int("start_symbol", start_symbol)
     table = _find(getattr(model, "tgt_embed", None), nn.Embedding)
@@ -152,8 +155,9 @@ def greedy_decode(
     Raises:
         ValueError: if `max_len` is not positive or longer than the positional table allows, a
             symbol is outside the target vocabulary, `src_mask` has the wrong shape, or `src`
-            is not `(batch, src_len)`.
-        TypeError: if `src` is not an integer tensor or a size or symbol is not an int.
+            is not `(batch, src_len)` or is empty.
+        TypeError: if `src` is not a `torch.long` (or `torch.int32`) tensor or a size or symbol
+            is not an int.
 
     Examples:
         >>> model = make_model(11, 11, N=1).eval()

@@ -9,22 +9,28 @@ serve speed and decoding rather than the equations: `fast` (the fused attention 
 `cache` (keys and values kept between decoding steps).
 """
 
-from .masks import subsequent_mask, padding_mask, as_keep_mask, MASK_FILL, mask_fill_value
+from .attention import MultiHeadedAttention, clones, keep_attention
 from .cache import KVCache
+from .config import PRESETS, ModelConfig
+from .decoder import Decoder, DecoderLayer
+from .embeddings import Embeddings, Generator, PositionalEncoding, sinusoid_table
+from .encoder import Encoder, EncoderLayer
+from .encoder_decoder import EncoderDecoder, make_model, make_model_from_config
 from .fast import fast_attention
-from .attention import clones, MultiHeadedAttention, keep_attention
 from .layers import (
     LAYER_NORMS,
     LayerNorm,
-    make_layer_norm,
-    SublayerConnection,
     PositionwiseFeedForward,
+    SublayerConnection,
+    make_layer_norm,
 )
-from .embeddings import Embeddings, sinusoid_table, PositionalEncoding, Generator
-from .encoder import EncoderLayer, Encoder
-from .decoder import DecoderLayer, Decoder
-from .config import ModelConfig, PRESETS
-from .encoder_decoder import EncoderDecoder, make_model, make_model_from_config
+from .masks import (
+    MASK_FILL,
+    as_keep_mask,
+    mask_fill_value,
+    padding_mask,
+    subsequent_mask,
+)
 
 __all__ = [
     "subsequent_mask",

@@ -87,9 +87,11 @@ class EncoderDecoder(nn.Module):
             Decoder states `(batch, tgt_len, d_model)`.
 
         Raises:
-            ValueError: if the batch sizes differ, an id is out of range, a sequence is longer
-                than the positional table, or a mask has the wrong shape.
-            TypeError: if `src` or `tgt` is not an integer tensor.
+            ValueError: if the batch sizes differ, a batch or a sequence is empty, an id is out
+                of range, a sequence is longer than the positional table, a tensor is on
+                another device than the model, or a mask has the wrong shape or (a float mask)
+                values other than 0 and 1.
+            TypeError: if `src` or `tgt` is not a `torch.long` (or `torch.int32`) tensor.
         """
         self._check_ids(src, self.src_embed, "src")
         self._check_ids(tgt, self.tgt_embed, "tgt")
@@ -119,8 +121,13 @@ class EncoderDecoder(nn.Module):
 
         Returns:
             Decoder states `(batch, tgt_len, d_model)`.
+
+        Raises:
+            ValueError: as `forward`, or if `memory` has the wrong shape or device.
+            TypeError: as `forward`, or if `memory` is not a float tensor of the model's dtype.
         """
         self._check_ids(tgt, self.tgt_embed, "tgt")
+        self._check_memory(memory)
         batch, tgt_len = tgt.shape
         if memory.dim() != 3 or memory.size(0) != batch:
             raise ValueError(
@@ -131,10 +138,32 @@ class EncoderDecoder(nn.Module):
         tgt_mask = as_keep_mask(tgt_mask, batch, tgt_len, tgt_len, "tgt_mask")
         return self.decoder(self.tgt_embed(tgt), memory, src_mask, tgt_mask)
 
+    def _check_memory(self, memory: object) -> None:
+        if not isinstance(memory, torch.Tensor) or not memory.is_floating_point():
+            got = memory.dtype if isinstance(memory, torch.Tensor) else type(memory).__name__
+            raise TypeError(f"memory must be a float tensor (batch, src_len, d_model) from "
+                            f"encode, got {got}")
+        weight = next(self.decoder.parameters(), None)
+        if weight is None:
+            return
+        if memory.device != weight.device:
+            raise ValueError(f"memory is on device {memory.device} but the model is on "
+                             f"{weight.device}; move one with .to(...)")
+        if (memory.dtype != weight.dtype and not torch.compiler.is_compiling()
+                and not torch.is_autocast_enabled(memory.device.type)):
+            raise TypeError(f"memory has dtype {memory.dtype} but the model's weights are "
+                            f"{weight.dtype}; convert it with memory.to({weight.dtype})")
+
     @staticmethod
     def _check_ids(ids: object, embed: nn.Module, name: str) -> None:
         table = next((m for m in embed.modules() if isinstance(m, nn.Embedding)), None)
         check_token_ids(ids, None if table is None else table.num_embeddings, name)
+        if ids.size(0) == 0 or ids.size(1) == 0:
+            raise ValueError(f"{name} of shape {tuple(ids.shape)} is empty: a batch needs at "
+                             "least one sequence of at least one token")
+        if table is not None and ids.device != table.weight.device:
+            raise ValueError(f"{name} is on device {ids.device} but the model's embedding is on "
+                             f"{table.weight.device}; move it with {name}.to(...)")
         position = next((m for m in embed.modules() if isinstance(m, PositionalEncoding)), None)
         if position is not None and ids.size(1) > position.max_len:
             raise ValueError(

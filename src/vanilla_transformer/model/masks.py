@@ -14,7 +14,13 @@ from __future__ import annotations
 
 import torch
 
-from .._checks import check_mask, check_non_negative_int
+from .._checks import (
+    INTEGER_DTYPES,
+    check_keep_mask_values,
+    check_mask,
+    check_non_negative_int,
+    check_pad,
+)
 
 __all__ = ["subsequent_mask", "padding_mask", "as_keep_mask", "MASK_FILL", "mask_fill_value"]
 
@@ -57,7 +63,8 @@ def padding_mask(tokens: torch.Tensor, pad: int) -> torch.Tensor:
         (may attend). The size-1 middle axis broadcasts over every query position.
 
     Raises:
-        ValueError: if `tokens` is not 2-D.
+        ValueError: if `tokens` is not 2-D or `pad` is negative.
+        TypeError: if `tokens` is not an integer tensor or `pad` is not an int.
 
     Examples:
         >>> padding_mask(torch.tensor([[5, 6, 0, 0]]), pad=0).int()
@@ -66,6 +73,9 @@ def padding_mask(tokens: torch.Tensor, pad: int) -> torch.Tensor:
     if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2:
         shape = tuple(tokens.shape) if isinstance(tokens, torch.Tensor) else type(tokens).__name__
         raise ValueError(f"tokens must have shape (batch, seq_len), got {shape}")
+    if tokens.dtype not in INTEGER_DTYPES:
+        raise TypeError(f"tokens must be an integer tensor of token ids, got dtype {tokens.dtype}")
+    check_pad(pad)
     return (tokens != pad).unsqueeze(-2)
 
 
@@ -74,9 +84,13 @@ def as_keep_mask(
 ) -> torch.Tensor | None:
     """Check a keep-mask's shape and return it as a bool tensor.
 
-    Any dtype is accepted and read as "non-zero = may attend", so the float and integer masks of
-    the Annotated Transformer work. Only the shape is checked: the values are never read on the
-    host, so the check costs no device synchronisation.
+    Bool and integer masks are read as "non-zero = may attend", so the masks of the Annotated
+    Transformer work. A float mask must hold only 0 and 1: PyTorch's additive float masks
+    (0 = attend, `-inf` = blocked) would otherwise be read inverted, so any other value (`-inf`,
+    NaN, 0.5) is refused; convert such a mask with
+    [`attn_mask_to_keep`][vanilla_transformer.interop.masks.attn_mask_to_keep]. The values are
+    read only for CPU tensors outside `torch.compile` (no device synchronisation, no graph
+    break); the shape is always checked.
 
     Args:
         mask: `None`, or a mask of shape `(batch or 1, query_len or 1, key_len)`.
@@ -89,7 +103,8 @@ def as_keep_mask(
         `None` if `mask` is `None`, else a bool tensor of the same shape.
 
     Raises:
-        ValueError: if the shape cannot broadcast to `(batch, query_len, key_len)`.
+        ValueError: if the shape cannot broadcast to `(batch, query_len, key_len)`, or a float
+            mask on the CPU holds a value other than 0 and 1.
         TypeError: if `mask` is not a tensor.
 
     Examples:
@@ -99,6 +114,7 @@ def as_keep_mask(
     if mask is None:
         return None
     check_mask(mask, batch, query_len, key_len, name)
+    check_keep_mask_values(mask, name)
     return mask if mask.dtype == torch.bool else mask != 0
 
 

@@ -6,6 +6,7 @@ Explained on the [Training the copy task][training-guide] page.
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -106,7 +107,9 @@ def run_epoch(
 
     Raises:
         ValueError: for an unknown `mode`, a non-positive `accum_iter`, a training mode without
-            an optimizer, or an empty `data_iter`.
+            an optimizer, or an empty `data_iter`; and if a batch's loss is NaN or infinite
+            (training diverged, or bad inputs), naming the batch and step, before the
+            optimizer applies that batch's gradient.
 
     Examples:
         >>> from vanilla_transformer.training import LabelSmoothing, SimpleLossCompute, run_epoch
@@ -134,6 +137,7 @@ def run_epoch(
         bar = tqdm(total=total, desc=desc or mode, unit="batch", leave=False)
     total_loss = 0.0
     total_tokens = 0
+    seen = 0
     start = time.perf_counter()
     try:
         with torch.set_grad_enabled(training):
@@ -150,11 +154,22 @@ def run_epoch(
                         loss_sum, loss_node = loss_compute(out, batch.tgt_y, window_tokens)
                         if training:
                             loss_node.backward()
+                    seen += 1
+                    loss_value = float(loss_sum)  # after backward(): the GPU is kept busy
+                    if not math.isfinite(loss_value):
+                        where = (f"training step {state.step + 1}, optimizer step "
+                                 f"{state.accum_step + 1}; no update was made from it"
+                                 if training else "evaluation")
+                        raise ValueError(
+                            f"the loss is {loss_value} at batch {seen} of this pass ({where}): "
+                            "training has diverged or the batch is bad; lower the learning rate "
+                            "(e.g. a smaller factor) or check the data"
+                        )
                     if training:
                         state.step += 1
                         state.samples += int(batch.src.size(0))
                         state.tokens += int(batch.ntokens)
-                    window_loss += float(loss_sum)
+                    window_loss += loss_value
                     if bar is not None:
                         bar.update(1)
                 if training:

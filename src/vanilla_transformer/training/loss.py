@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .._checks import check_positive_int
+from .._checks import check_positive_int, reads_values
 
 __all__ = ['LabelSmoothing', 'SimpleLossCompute']
 
@@ -93,8 +93,9 @@ class LabelSmoothing(nn.Module):
             mean).
 
         Raises:
-            ValueError: if `x` is not `(rows, size)`, `target` is not `(rows,)`, or a target id
-                is outside `[0, size)`.
+            ValueError: if `x` is not `(rows, size)`, `target` is not `(rows,)`, or, for CPU
+                tensors outside `torch.compile`, a target id is outside `[0, size)` or `x` holds
+                probabilities rather than log-probabilities (a value above 0, or none below).
             TypeError: if `target` is not an integer tensor.
         """
         if x.dim() != 2 or x.size(1) != self.size:
@@ -105,8 +106,19 @@ class LabelSmoothing(nn.Module):
             )
         if target.dtype.is_floating_point or target.dtype == torch.bool:
             raise TypeError(f"target must hold integer class ids, got dtype {target.dtype}")
-        if target.numel() and (int(target.min()) < 0 or int(target.max()) >= self.size):
-            raise ValueError(f"target ids must lie in [0, {self.size})")
+        if target.numel() and reads_values(target):
+            lo, hi = (int(v) for v in torch.aminmax(target))
+            if lo < 0 or hi >= self.size:
+                raise ValueError(f"target ids must lie in [0, {self.size}); found id "
+                                 f"{lo if lo < 0 else hi}")
+        if x.numel() and reads_values(x):
+            lo, hi = (float(v) for v in torch.aminmax(x.detach()))
+            # log-probabilities are <= 0 (a tolerance for rounding); a probability row is >= 0
+            if hi > 1e-3 or lo >= 0:
+                raise ValueError(
+                    f"x must hold log-probabilities (<= 0, e.g. from log_softmax), got values in "
+                    f"[{lo:.4g}, {hi:.4g}]; did you pass probabilities (softmax) instead?"
+                )
         with torch.no_grad():
             spread = self.smoothing / (self.size - 2) if self.smoothing > 0 else 0.0
             true_dist = torch.full_like(x, spread)
