@@ -18,6 +18,7 @@ from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 from vanilla_transformer import make_model, subsequent_mask
 from vanilla_transformer.analysis import trace_shapes
 
+X_ENC, X_DEC, COLUMN_W = 0.15, 5.85, 5.0  # left edges and width of the two columns
 VOCAB = 11  # the copy task's vocabulary; only the embedding and generator sizes depend on it
 
 COLOURS = {
@@ -44,16 +45,16 @@ def wrapped_modules(records, layer_path):
 
 
 def describe(module_name, module):
-    """A short label for an attention or feed-forward module, with its real sizes."""
+    """The real sizes of an attention or feed-forward module, as a short label."""
     if module_name == "MultiHeadedAttention":
-        return f"MultiHeadedAttention  h={module.h}, d_k={module.d_k}"
+        return f"h={module.h}, d_k={module.d_k}"
     if module_name == "PositionwiseFeedForward":
-        d_ff, d_model = module.w_1.weight.shape
-        return f"PositionwiseFeedForward  {d_model}->{d_ff}->{d_model}"
-    return module_name
+        d_ff = module.w_1.weight.shape[0]
+        return f"d_ff={d_ff}"
+    return ""
 
 
-def box(ax, x, y, w, h, text, colour, *, size=8.5, weight="normal", ls="-"):
+def box(ax, x, y, w, h, text, colour, *, size=10, weight="normal", ls="-"):
     ax.add_patch(
         FancyBboxPatch((x, y), w, h, boxstyle="round,pad=0.02,rounding_size=0.08",
                        fc=colour, ec="#333333", lw=1.0, ls=ls)
@@ -81,20 +82,19 @@ def draw():
     emb, pos = model.src_embed[0], model.src_embed[1]
     vocab, d_model = emb.lut.weight.shape
 
-    fig, ax = plt.subplots(figsize=(11, 9.5))
+    fig, ax = plt.subplots(figsize=(8.6, 8.4))
     ax.set_xlim(0, 11)
     ax.set_ylim(0, 13.6)
     ax.axis("off")
 
     def column(x0, side, layer, pairs, n_layers):
-        w = 4.6
+        w = COLUMN_W
         embed = getattr(model, f"{side}_embed")
         box(ax, x0, 0.2, w, 0.55, f"{side} ids  (batch, {side}_len)", COLOURS["io"])
         box(ax, x0, 1.05, w, 0.55,
-            f"{side}_embed[0]: {type(embed[0]).__name__}  lut {tuple(embed[0].lut.weight.shape)}, "
-            f"x sqrt({embed[0].d_model})", COLOURS["embed"])
+            f"{side}_embed[0]: {type(embed[0]).__name__}  x sqrt({embed[0].d_model})", COLOURS["embed"])
         box(ax, x0, 1.9, w, 0.55,
-            f"{side}_embed[1]: {type(embed[1]).__name__}  + pe, {type(embed[1].dropout).__name__}",
+            f"{side}_embed[1]: {type(embed[1]).__name__}",
             COLOURS["embed"])
         arrow(ax, (x0 + w / 2, 0.75), (x0 + w / 2, 1.05))
         arrow(ax, (x0 + w / 2, 1.6), (x0 + w / 2, 1.9))
@@ -106,23 +106,24 @@ def draw():
         ax.text(x0 + 0.05, stack_y + stack_h - 0.28,
                 f"{side[:3] == 'src' and 'encoder' or 'decoder'}.layers: {n_layers} x "
                 f"{type(layer).__name__}",
-                fontsize=9.5, weight="bold", va="center")
+                fontsize=11, weight="bold", va="center")
         arrow(ax, (x0 + w / 2, 2.45), (x0 + w / 2, stack_y + 0.15))
         centres = {}
         for i, (sub, name, cls) in enumerate(pairs):
             y = stack_y + 0.15 + i * (sub_h + gap)
             kind = "attn" if "Attention" in cls else "ff"
-            box(ax, x0 + 0.1, y, w - 0.2, sub_h, "", "#ffffff")
-            ax.text(x0 + 0.2, y + sub_h - 0.2, f"sublayer[{sub}]: {sub_name}  (x + Dropout(f(norm(x))))",
-                    fontsize=7.5, va="center", style="italic")
-            box(ax, x0 + 0.3, y + 0.12, w - 0.6, 0.4, f"norm: {norm_name}", COLOURS["norm"], size=8)
+            box(ax, x0 + 0.05, y, w - 0.1, sub_h, "", "#ffffff")
+            ax.text(x0 + 0.2, y + sub_h - 0.2, f"sublayer[{sub}]: {sub_name}",
+                    fontsize=10, va="center", style="italic")
             module = getattr(layer, name)
-            box(ax, x0 + 0.3, y + 0.65, w - 0.6, 0.42, f"{name}: {describe(cls, module)}",
-                COLOURS[kind], size=8)
+            ax.text(x0 + w - 0.2, y + sub_h - 0.2, describe(cls, module), fontsize=10, va="center",
+                    ha="right")
+            box(ax, x0 + 0.15, y + 0.12, w - 0.3, 0.4, f"norm: {norm_name}", COLOURS["norm"], size=10)
+            box(ax, x0 + 0.15, y + 0.65, w - 0.3, 0.42, f"{name}: {cls}", COLOURS[kind], size=10)
             arrow(ax, (x0 + w / 2, y + 0.52), (x0 + w / 2, y + 0.65))
             if i:
                 arrow(ax, (x0 + w / 2, y - gap), (x0 + w / 2, y))
-            centres[name] = (x0 + 0.3, y + 0.86)
+            centres[name] = (x0 + 0.15, y + 0.86)
         top = stack_y + stack_h
         stack_name = "encoder" if side == "src" else "decoder"
         stack = getattr(model, stack_name)
@@ -131,29 +132,29 @@ def draw():
         arrow(ax, (x0 + w / 2, top), (x0 + w / 2, top + 0.3))
         return centres, top + 0.8
 
-    enc_centres, enc_top = column(0.3, "src", enc_layer, enc_pairs, n_enc)
-    dec_centres, dec_top = column(6.1, "tgt", dec_layer, dec_pairs, n_dec)
+    enc_centres, enc_top = column(X_ENC, "src", enc_layer, enc_pairs, n_enc)
+    dec_centres, dec_top = column(X_DEC, "tgt", dec_layer, dec_pairs, n_dec)
 
     # memory: the encoder output feeds every decoder layer's source attention
     src_attn_x, src_attn_y = dec_centres["src_attn"]
-    arrow(ax, (4.9, enc_top - 0.25), (src_attn_x, src_attn_y), colour="#b03a2e",
+    arrow(ax, (X_ENC + COLUMN_W, enc_top - 0.25), (src_attn_x, src_attn_y), colour="#b03a2e",
           connection="arc3,rad=-0.25")
-    ax.text(0.3 + 2.3, enc_top + 0.25,
-            "memory (batch, src_len, d_model): read by every decoder layer's src_attn",
-            color="#b03a2e", fontsize=8.5, ha="center")
+    ax.text(X_ENC + COLUMN_W / 2, enc_top + 0.25,
+            "memory: read by every\ndecoder layer's src_attn",
+            color="#b03a2e", fontsize=10, ha="center")
 
     gen = model.generator
-    box(ax, 6.1, dec_top + 0.3, 4.6, 0.6,
+    box(ax, X_DEC, dec_top + 0.3, COLUMN_W, 0.6,
         f"generator: {type(gen).__name__}  Linear({gen.proj.in_features}, {gen.proj.out_features})"
-        f" + log_softmax", COLOURS["gen"])
-    arrow(ax, (6.1 + 2.3, dec_top), (6.1 + 2.3, dec_top + 0.3))
-    box(ax, 6.1, dec_top + 1.2, 4.6, 0.5, "log-probabilities  (batch, tgt_len, tgt_vocab)",
+        "", COLOURS["gen"])
+    arrow(ax, (X_DEC + COLUMN_W / 2, dec_top), (X_DEC + COLUMN_W / 2, dec_top + 0.3))
+    box(ax, X_DEC, dec_top + 1.2, COLUMN_W, 0.5, "log-probabilities  (batch, tgt_len, tgt_vocab)",
         COLOURS["io"])
-    arrow(ax, (6.1 + 2.3, dec_top + 0.9), (6.1 + 2.3, dec_top + 1.2))
+    arrow(ax, (X_DEC + COLUMN_W / 2, dec_top + 0.9), (X_DEC + COLUMN_W / 2, dec_top + 1.2))
 
     ax.set_ylim(0, dec_top + 2.0)
     ax.set_title(
-        f"{type(model).__name__} built by make_model({vocab}, {vocab}): N={n_enc}, d_model={d_model}, "
+        f"{type(model).__name__} built by make_model({vocab}, {vocab})\nN={n_enc}, d_model={d_model}, "
         f"positional table {tuple(pos.pe.shape)}",
         fontsize=11,
     )

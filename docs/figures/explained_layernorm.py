@@ -39,7 +39,7 @@ def draw() -> plt.Figure:
             annotated_ratio.append((LayerNorm(n)(x).std(-1) / ours.std(-1)).mean().item())
             torch_ratio.append((make_layer_norm(n, "torch")(x).std(-1) / ours.std(-1)).mean().item())
 
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
+    fig, (left, right) = plt.subplots(2, 1, figsize=(7, 7.6))
     grid = [2 ** (k / 4) for k in range(4, 41)]
     left.plot(grid, [math.sqrt((n - 1) / n) for n in grid], color="#888888", lw=1,
               label=r"prediction $\sqrt{(n-1)/n}$")
@@ -51,7 +51,7 @@ def draw() -> plt.Figure:
     left.set_xlabel("number of features n (d_model)")
     left.set_ylabel("ratio of output sizes")
     left.set_title("Output size relative to the second style's LayerNorm")
-    left.legend(fontsize=8, loc="lower right")
+    left.legend(fontsize=10, loc="lower right")
     left.grid(alpha=0.3)
 
     x = torch.randn(1, 8) * 2 + 1
@@ -71,6 +71,6 @@ def draw() -> plt.Figure:
     right.set_title("One row through the three LayerNorms")
     low, high = right.get_ylim()
     right.set_ylim(low, high + 1.2)  # room for the legend above the bars
-    right.legend(fontsize=8, loc="upper left")
+    right.legend(fontsize=10, loc="upper left")
     fig.tight_layout()
     return fig

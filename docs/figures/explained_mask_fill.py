@@ -37,7 +37,7 @@ def leak_package(score: float) -> float:
 
 
 def draw() -> plt.Figure:
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    fig, axes = plt.subplots(2, 1, figsize=(7, 7.2))
     ranges = ((-20000, 0), (-10030, -9970))
     for ax, (low, high) in zip(axes, ranges):
         scores = torch.linspace(low, high, 601).tolist()
@@ -51,6 +51,6 @@ def draw() -> plt.Figure:
     axes[0].set_ylabel("total weight on the masked keys")
     axes[0].set_title("2 of 4 keys masked: weight leaking through")
     axes[1].set_title("zoom: the unmasked scores near the fill value")
-    axes[0].legend(loc="center left", fontsize=8)
+    axes[0].legend(loc="center left", fontsize=10)
     fig.tight_layout()
     return fig

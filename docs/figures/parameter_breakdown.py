@@ -34,23 +34,23 @@ def draw():
         bars.append((f"{size}, untied\n(make_model default)", parameter_count(v, v, **PRESETS[size])))
         bars.append((f"paper-{size}: tied, post-norm,\nno generator bias",
                      parameter_count(v, v, **PRESETS[f"paper-{size}"])))
-    fig, ax = plt.subplots(figsize=(10, 4.2))
+    fig, ax = plt.subplots(figsize=(7.2, 4.6))
     for row, (label, count) in enumerate(bars):
         left = 0.0
         for c in count.components:
             width = c.subtotal / 1e6
             ax.barh(row, width, left=left, color=COLOURS[c.name], edgecolor="white",
                     label=c.name if row == 0 else None)
-            if width > 8:
+            if width > 30:
                 ax.text(left + width / 2, row, f"{width:.1f}", ha="center", va="center",
-                        fontsize=8)
+                        fontsize=10)
             left += width
-        ax.text(left + 2, row, f"{count.total:,}", va="center", fontsize=9)
-    ax.set_yticks(range(len(bars)), [label for label, _ in bars], fontsize=9)
+        ax.text(left + 2, row, f"{count.total:,}", va="center", fontsize=10)
+    ax.set_yticks(range(len(bars)), [label for label, _ in bars], fontsize=10)
     ax.invert_yaxis()
     ax.set_xlabel(f"trainable parameters (millions), vocabulary {v:,} shared")
-    ax.set_xlim(0, max(c.total for _, c in bars) / 1e6 * 1.18)
-    ax.legend(ncol=6, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.18), frameon=False)
+    ax.set_xlim(0, max(c.total for _, c in bars) / 1e6 * 1.4)
+    ax.legend(ncol=3, fontsize=10, loc="upper center", bbox_to_anchor=(0.5, -0.16), frameon=False)
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
     fig.tight_layout()

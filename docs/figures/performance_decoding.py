@@ -19,7 +19,7 @@ def draw():
     d = SimpleNamespace(**runpy.run_path(str(SHARED)))
     res = d.load()
     rows = res["decoding"]
-    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(10, 3.6))
+    fig, (ax, ax2) = plt.subplots(2, 1, figsize=(7, 6.8))
     for cached, colour, label in ((False, "#f28e2b", "recompute the prefix"), (True, "#3b7dd8", "key/value cache")):
         pts = sorted((r["tokens"], r["median_s"]) for r in rows if r["cached"] == cached)
         ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", color=colour, label=label)
@@ -35,7 +35,7 @@ def draw():
     ax2.bar([str(n) for n in counts], speedups, color="#3b7dd8")
     ax2.axhline(4.0, color="grey", linestyle="--", linewidth=1, label="target 4x")
     for i, s in enumerate(speedups):
-        ax2.text(i, s, f"{s:.1f}x", ha="center", va="bottom", fontsize=8)
+        ax2.text(i, s, f"{s:.1f}x", ha="center", va="bottom", fontsize=10)
     ax2.set_xlabel("generated tokens")
     ax2.set_ylabel("speed-up of the cache")
     ax2.legend()

@@ -21,7 +21,7 @@ def draw():
     res = d.load()
     rows = res["achieved_flops"]
     lengths = sorted({r["length"] for r in rows})
-    fig, ax = plt.subplots(figsize=(8, 3.6))
+    fig, ax = plt.subplots(figsize=(7, 3.8))
     width = 0.27
     for i, impl in enumerate(d.LABELS):
         vals = [next(r["fraction_of_peak"] for r in rows if r["impl"] == impl and r["length"] == n)
@@ -29,13 +29,13 @@ def draw():
         xs = [j + (i - 1) * width for j in range(len(lengths))]
         ax.bar(xs, vals, width, color=d.COLOURS[impl], label=d.LABELS[impl])
         for x, v in zip(xs, vals):
-            ax.text(x, v, f"{v:.0%}", ha="center", va="bottom", fontsize=7)
+            ax.text(x, v, f"{v:.0%}", ha="center", va="bottom", fontsize=10)
     ax.axhline(0.6, color="grey", linestyle="--", linewidth=1, label="target 60%")
     ax.set_xticks(range(len(lengths)), [f"length {n}" for n in lengths])
     ax.set_ylabel("fraction of matmul peak")
     peak = res["matmul_peak"]["peak_flop_s"] / 1e9
-    ax.set_title(f"training-step FLOP/s (calculator's count / median time); peak {peak:.0f} GFLOP/s",
+    ax.set_title(f"training-step FLOP/s (calculator's count / median time)\npeak {peak:.0f} GFLOP/s",
                  fontsize=10)
-    ax.legend(fontsize=8, loc="upper left")
+    ax.legend(fontsize=10, loc="upper left")
     fig.tight_layout()
     return fig

@@ -80,7 +80,7 @@ def draw():
             columns[side].append((r.path, r.module, r.output))
 
     rows = max(len(v) for v in columns.values())
-    fig, ax = plt.subplots(figsize=(11, 0.62 * rows + 1.2))
+    fig, ax = plt.subplots(figsize=(8.6, 0.75 * rows + 1.4))
     ax.set_xlim(0, 11)
     ax.set_ylim(-0.6, rows + 0.2)
     ax.axis("off")
@@ -96,10 +96,10 @@ def draw():
                                         boxstyle="round,pad=0.01,rounding_size=0.05",
                                         fc=colour, ec="#333333", lw=0.8))
             label = path if module == "input" else f"{path}: {module}"
-            ax.text(x_centre, y + 0.32, label, ha="center", va="center", fontsize=7.5)
+            ax.text(x_centre, y + 0.32, label, ha="center", va="center", fontsize=10)
             narrow = width < 1.0
             ax.text(x_centre + width / 2 + 0.08 if narrow else x_centre, y, shape_text(shape),
-                    ha="left" if narrow else "center", va="center", fontsize=8.5, weight="bold")
+                    ha="left" if narrow else "center", va="center", fontsize=10, weight="bold")
             where[path] = (x_centre, y, width)
             if i:
                 ax.add_patch(FancyArrowPatch((x_centre, y + 0.78), (x_centre, y + 0.45),
@@ -111,14 +111,14 @@ def draw():
     ax.add_patch(FancyArrowPatch((ex + ew / 2, ey), (dx - dw / 2, dy), arrowstyle="-|>",
                                  mutation_scale=10, lw=1.2, color="#b03a2e",
                                  connectionstyle="arc3,rad=0.3"))
-    ax.text((ex + dx) / 2, (ey + dy) / 2 - 0.1, "memory", color="#b03a2e", fontsize=9,
+    ax.text((ex + dx) / 2, (ey + dy) / 2 - 0.1, "memory", color="#b03a2e", fontsize=10,
             ha="center")
     b, s = batch.src.shape
     t = batch.tgt.shape[1]
     ax.text(5.5, -0.45,
             f"batch = {b}, src_len = {s}, tgt_len = {t}, d_model = {memory.shape[-1]}, "
             f"d_ff = {d_ff}, vocab = {model.generator.proj.out_features}; "
-            "layers.1 repeats layer 0's inner shapes",
-            ha="center", fontsize=9, style="italic")
+            "\nlayers.1 repeats layer 0's inner shapes",
+            ha="center", fontsize=10, style="italic")
     fig.tight_layout()
     return fig

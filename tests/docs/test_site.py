@@ -522,3 +522,169 @@ def test_a_failing_figure_script_fails_the_build_with_its_name(tmp_path):
     not_a_figure.write_text("def draw():\n    return 3\n", encoding="utf-8")
     with pytest.raises(PluginError, match=r"number\.py: draw\(\) returned int"):
         hook.render_svg(not_a_figure)
+
+
+# --------------------------------------------------------------------------------------------- #
+# Legible on a phone and a desktop, light and dark                                             #
+# --------------------------------------------------------------------------------------------- #
+
+PHONE, DESKTOP = 390, 1400
+MIN_TEXT_PX = 11  # the smallest figure text, as displayed
+
+LAYOUT = """() => {
+  const content = document.querySelector('.md-content__inner');
+  const out = {scrollWidth: document.scrollingElement.scrollWidth, innerWidth: innerWidth,
+               content: content ? content.getBoundingClientRect().width : 0,
+               formulas: [], pres: [], figures: [], editors: [], prompts: 0};
+  for (const el of document.querySelectorAll('.md-content div.arithmatex, .jupyter-wrapper mjx-container[display="true"]')) {
+    const svg = el.querySelector('svg');
+    out.formulas.push({tex: el.textContent.trim().slice(0, 60), width: svg ? svg.getBoundingClientRect().width : 0});
+  }
+  for (const pre of document.querySelectorAll('.md-content pre')) {
+    if (pre.offsetParent === null) continue;
+    const box = pre.getBoundingClientRect();
+    out.pres.push({text: pre.textContent.trim().slice(0, 60), overflows: pre.scrollWidth > pre.clientWidth + 1,
+                   overflowX: getComputedStyle(pre).overflowX, whiteSpace: getComputedStyle(pre).whiteSpace,
+                   right: box.right});
+  }
+  for (const img of document.querySelectorAll('.md-content img[src*="assets/figures/"]')) {
+    const holder = img.parentElement;
+    out.figures.push({name: img.getAttribute('src').split('/').pop(), width: img.getBoundingClientRect().width,
+                      scrolls: holder.scrollWidth > holder.clientWidth + 1});
+  }
+  for (const editor of document.querySelectorAll('.jupyter-wrapper .jp-CodeCell .jp-InputArea-editor')) {
+    out.editors.push(editor.getBoundingClientRect().width);
+  }
+  out.prompts = Array.from(document.querySelectorAll('.jp-InputPrompt, .jp-OutputPrompt'))
+    .filter((el) => el.offsetWidth > 0 && el.textContent.trim()).length;
+  return out;
+}"""
+
+
+def _figure_facts(site: Path) -> dict[str, tuple[float, float]]:
+    """name.svg -> (viewBox width, smallest font size) of every figure drawn by docs/figures/."""
+    facts = {}
+    for svg in (site / "assets" / "figures").glob("*.svg"):
+        head = svg.read_text(encoding="utf-8")[:2000]
+        box = re.search(r'viewBox="0 0 ([0-9.]+) [0-9.]+"', head)
+        font = re.search(r'data-min-font-pt="([0-9.]+)"', head)
+        assert box and font, f"{svg.name}: no viewBox or data-min-font-pt on its <svg>"
+        facts[svg.name] = (float(box.group(1)), float(font.group(1)))
+    return facts
+
+
+def _layouts(browser, origin, pages, width, scheme="light"):
+    context = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=scheme)
+    context.route("**/*", lambda route: route.continue_() if route.request.url.startswith(origin) else route.abort())
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    layouts = {}
+    try:
+        for path in pages:
+            page.goto(origin + path, wait_until="load")
+            page.wait_for_function(WAIT_FOR_MATH, timeout=TIMEOUT_MS)
+            layouts[path] = page.evaluate(LAYOUT)
+    finally:
+        context.close()
+    return layouts
+
+
+@pytest.fixture(scope="module")
+def phone(site, browser, origin):
+    """The layout of every page at 390 px, loaded once."""
+    return _layouts(browser, origin, site_pages(site), PHONE)
+
+
+@pytest.fixture(scope="module")
+def desktop(site, browser, origin):
+    """The layout at 1400 px of the pages with a figure or a notebook."""
+    pages = [p for p in site_pages(site) if re.search(r"assets/figures/|jupyter-wrapper",
+                                                        _read(site / p.lstrip("/") / "index.html"))]
+    return _layouts(browser, origin, pages, DESKTOP)
+
+
+def test_display_formulas_are_visible_on_a_phone(phone):
+    collapsed = [f"{path}: {f['tex']!r} is {f['width']:.0f} px wide"
+                 for path, layout in phone.items() for f in layout["formulas"] if f["width"] <= 50]
+    assert sum(len(layout["formulas"]) for layout in phone.values()) > 0
+    assert not collapsed, "display formulas collapsed at 390 px:\n" + "\n".join(collapsed)
+
+
+def test_no_page_scrolls_sideways_on_a_phone(phone):
+    wide = {path: layout["scrollWidth"] for path, layout in phone.items()
+            if layout["scrollWidth"] > layout["innerWidth"] + 1}
+    assert not wide, f"pages wider than the {PHONE} px screen (scrollWidth): {wide}"
+
+
+def test_code_and_output_blocks_scroll_inside_themselves(phone):
+    problems = []
+    for path, layout in phone.items():
+        for pre in layout["pres"]:
+            if pre["overflows"] and pre["overflowX"] not in ("auto", "scroll"):
+                problems.append(f"{path}: {pre['text']!r} is cut off (overflow-x: {pre['overflowX']})")
+            if pre["right"] > PHONE + 1:
+                problems.append(f"{path}: {pre['text']!r} reaches past the screen ({pre['right']:.0f} px)")
+            if pre["whiteSpace"] not in ("pre", "pre-line") and pre["overflows"]:
+                problems.append(f"{path}: {pre['text']!r} wraps its lines ({pre['whiteSpace']})")
+    assert not problems, "\n".join(problems[:50])
+
+
+def test_figure_text_is_at_least_11_px(site, phone, desktop):
+    facts = _figure_facts(site)
+    assert facts, "no figure drawn under assets/figures/"
+    problems, shown = [], 0
+    for width, layouts in ((PHONE, phone), (DESKTOP, desktop)):
+        for path, layout in layouts.items():
+            for fig in layout["figures"]:
+                shown += 1
+                box_width, font_pt = facts[fig["name"]]
+                displayed = font_pt * fig["width"] / box_width
+                if displayed < MIN_TEXT_PX - 0.05:
+                    problems.append(f"{width} px {path}: {fig['name']} text at {displayed:.1f} px")
+                if width == DESKTOP and fig["scrolls"]:
+                    problems.append(f"{width} px {path}: {fig['name']} is wider than the text column")
+    assert shown, "no page shows a figure"
+    assert not problems, "\n".join(problems)
+
+
+def test_notebook_cells_use_the_full_width_without_prompts(phone, desktop):
+    notebooks = 0
+    for width, layouts in ((PHONE, phone), (DESKTOP, desktop)):
+        for path, layout in layouts.items():
+            if not layout["editors"]:
+                continue
+            notebooks += 1
+            assert layout["prompts"] == 0, f"{width} px {path}: {layout['prompts']} In/Out prompts shown"
+            narrow = [w for w in layout["editors"] if w < layout["content"] - 2]
+            assert not narrow, (
+                f"{width} px {path}: {len(narrow)} code cells narrower than the text column "
+                f"({min(narrow):.0f} < {layout['content']:.0f} px)"
+            )
+    assert notebooks, "no notebook page found"
+
+
+def test_figures_are_not_white_cards_in_dark_mode(site, browser, origin):
+    from io import BytesIO
+
+    from PIL import Image, ImageStat
+
+    pages = [p for p in site_pages(site) if "assets/figures/" in _read(site / p.lstrip("/") / "index.html")][:2]
+    pages += [p for p in site_pages(site) if "jp-RenderedImage" in _read(site / p.lstrip("/") / "index.html")][:1]
+    assert pages, "no page shows a figure"
+    context = browser.new_context(viewport={"width": DESKTOP, "height": 900}, color_scheme="dark")
+    context.route("**/*", lambda route: route.continue_() if route.request.url.startswith(origin) else route.abort())
+    page = context.new_page()
+    bright = []
+    try:
+        for path in pages:
+            page.goto(origin + path, wait_until="load")
+            assert page.evaluate("() => document.body.getAttribute('data-md-color-scheme')") == "slate"
+            image = page.locator(".md-content img[src*='assets/figures/'], .jupyter-wrapper .jp-RenderedImage img").first
+            image.scroll_into_view_if_needed()
+            shot = Image.open(BytesIO(image.screenshot())).convert("L")
+            mean = ImageStat.Stat(shot).mean[0]
+            if mean > 110:
+                bright.append(f"{path}: first figure has mean brightness {mean:.0f} of 255")
+    finally:
+        context.close()
+    assert not bright, "figures shown as light cards in dark mode:\n" + "\n".join(bright)

@@ -59,3 +59,38 @@ def test_as_keep_mask_rejects_shapes_that_do_not_broadcast(shape):
 def test_as_keep_mask_rejects_non_tensors():
     with pytest.raises(TypeError, match="torch.Tensor"):
         as_keep_mask([[1, 1]], 1, 1, 2)
+
+
+# --- float keep-masks hold 0 and 1 only ------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", [float("-inf"), float("nan"), 0.5, -1.0, 2.0])
+def test_as_keep_mask_refuses_float_values_other_than_0_and_1(value):
+    mask = torch.ones(1, 1, 4)
+    mask[0, 0, 1] = value
+    with pytest.raises(ValueError, match=rf"src_mask .* holds the value {value}.*attn_mask_to_keep"):
+        as_keep_mask(mask, 1, 3, 4, "src_mask")
+
+
+def test_an_additive_mask_is_not_read_inverted():
+    additive = torch.tensor([[[0.0, float("-inf"), 0.0]]])  # PyTorch: 0 = attend, -inf = block
+    with pytest.raises(ValueError, match="-inf"):
+        as_keep_mask(additive, 1, 1, 3)
+    from vanilla_transformer.interop import attn_mask_to_keep
+
+    assert attn_mask_to_keep(additive[0]).tolist() == [[[True, False, True]]]
+
+
+def test_float_and_integer_keep_masks_of_0_and_1_still_work():
+    assert as_keep_mask(torch.tensor([[[1.0, 0.0]]]), 1, 1, 2).tolist() == [[[True, False]]]
+    assert as_keep_mask(torch.tensor([[[3, 0]]]), 1, 1, 2).tolist() == [[[True, False]]]
+    assert as_keep_mask(torch.empty(1, 1, 0), 1, 1, 0).shape == (1, 1, 0)
+
+
+def test_padding_mask_refuses_float_tokens_and_bad_pads():
+    with pytest.raises(TypeError, match="got dtype torch.float32"):
+        padding_mask(torch.tensor([[1.0, 0.0]]), 0)
+    with pytest.raises(TypeError, match=r"pad .* got 1\.5"):
+        padding_mask(torch.tensor([[1, 0]]), 1.5)
+    with pytest.raises(TypeError, match="pad .* got None"):
+        padding_mask(torch.tensor([[1, 0]]), None)

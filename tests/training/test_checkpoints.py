@@ -60,3 +60,83 @@ def test_checkpoints_of_version_0_1_0_reproduce_their_outputs(name, tied, norm_f
     with torch.no_grad():
         logp = model.generator(model(src, src, keep, subsequent_mask(src.size(1))))
     torch.testing.assert_close(logp, meta["logp"], rtol=0, atol=1e-5)
+
+
+# --------------------------------------------------------------------------- data safety
+
+
+def test_a_save_killed_halfway_leaves_the_previous_checkpoint_intact(tmp_path, monkeypatch):
+    path = tmp_path / "m.pt"
+    save_checkpoint(path, tiny_model(seed=1), steps=1)
+    before = path.read_bytes()
+    real_save = torch.save
+
+    def dies_halfway(obj, f, *args, **kwargs):
+        real_save(obj, f, *args, **kwargs)
+        f.seek(f.tell() // 2)
+        f.truncate()  # half the bytes are on disk ...
+        raise KeyboardInterrupt("killed mid-save")  # ... when the process is stopped
+
+    monkeypatch.setattr(torch, "save", dies_halfway)
+    with pytest.raises(KeyboardInterrupt):
+        save_checkpoint(path, tiny_model(seed=2), steps=2)
+    monkeypatch.undo()
+    assert path.read_bytes() == before
+    _, meta = load_checkpoint(path)
+    assert meta == {"steps": 1}
+    assert [p.name for p in tmp_path.iterdir()] == ["m.pt"]  # no temporary file left behind
+
+
+@pytest.mark.parametrize("value, names", [
+    (Path("/data/wmt14"), r"metadata 'data_dir' is a pathlib\.\w*Path"),
+    ({"paths": [1, Path("x")]}, r"metadata 'data_dir'\['paths'\]\[1\] is a pathlib"),
+    (frozenset({1}), r"metadata 'data_dir' is a builtins\.frozenset"),
+    (range(3), r"metadata 'data_dir' is a builtins\.range"),
+])
+def test_metadata_that_cannot_be_loaded_back_is_refused_before_writing(tmp_path, value, names):
+    path = tmp_path / "m.pt"
+    with pytest.raises(TypeError, match=names):
+        save_checkpoint(path, tiny_model(), data_dir=value)
+    assert not path.exists()
+
+
+def test_plain_metadata_round_trips(tmp_path):
+    meta = dict(data_dir="/data", sizes=(1, 2), tags={"a"}, dtype=torch.float16,
+                nested={"x": [None, True, 1.5, b"raw", torch.arange(3)]})
+    save_checkpoint(tmp_path / "m.pt", tiny_model(), **meta)
+    _, again = load_checkpoint(tmp_path / "m.pt")
+    assert again.keys() == meta.keys() and again["tags"] == {"a"}
+    assert torch.equal(again["nested"]["x"][4], torch.arange(3))
+
+
+@pytest.mark.parametrize("content, says", [
+    (b"hello\n", "not a checkpoint written by save_checkpoint: torch.load failed"),
+    (b"", "not a checkpoint written by save_checkpoint"),
+])
+def test_files_that_are_not_checkpoints_give_one_clear_error(tmp_path, content, says):
+    (tmp_path / "bad.pt").write_bytes(content)
+    with pytest.raises(ValueError, match=says):
+        load_checkpoint(tmp_path / "bad.pt")
+    path = tmp_path / "m.pt"
+    save_checkpoint(path, tiny_model())
+    path.write_bytes(path.read_bytes()[:1000])  # truncated
+    with pytest.raises(ValueError, match="not a checkpoint"):
+        load_checkpoint(path)
+    with pytest.raises(FileNotFoundError):
+        load_checkpoint(tmp_path / "missing.pt")
+
+
+def test_weights_that_do_not_fit_the_config_are_a_value_error(tmp_path):
+    path = tmp_path / "m.pt"
+    model = tiny_model()
+    save_checkpoint(path, model)
+    data = torch.load(path, weights_only=True)
+    data["config"]["d_ff"] = 64
+    torch.save(data, path)
+    with pytest.raises(ValueError, match="do not fit the saved configuration"):
+        load_checkpoint(path)
+
+
+def test_a_missing_folder_fails_before_writing(tmp_path):
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        save_checkpoint(tmp_path / "missing" / "m.pt", tiny_model())

@@ -196,3 +196,77 @@ def test_bad_options_are_refused(capsys):
         run_copy_task(parse([*TINY_ARGS, "--eval-size", "0"]))
     with pytest.raises(SystemExit):
         parse(["--steps", "many"])
+
+
+# --------------------------------------------------------------------------- bad input, at once
+
+
+@pytest.fixture
+def no_training(monkeypatch):
+    """Fail the test if the subcommand starts training."""
+    import vanilla_transformer.cli.copy_task as cli
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("trained before the bad option was refused")
+
+    monkeypatch.setattr(cli, "train_copy_model", refuse)
+
+
+@pytest.mark.parametrize("extra, says", [
+    (["--save", "/missing/dir/model.pt"], r"--save '/missing/dir/model.pt': the folder "
+                                          r"'/missing/dir' does not exist"),
+    (["--eval-size", "1000000000"], r"--eval-size must be at most 1000000, got 1000000000"),
+    (["--seed", str(10**20)], r"--seed must be at most .* got 100000000000000000000"),
+    (["--eval-seed", "-1"], r"--eval-seed must be an int >= 0, got -1"),
+    (["--load", "/missing/model.pt"], r"--load '/missing/model.pt': no such file"),
+])
+def test_bad_options_are_refused_before_training(extra, says, no_training):
+    with pytest.raises(ValueError, match=says):
+        run_copy_task(parse([*TINY_ARGS, *extra]))
+
+
+def test_save_to_a_folder_is_refused_before_training(tmp_path, no_training):
+    with pytest.raises(ValueError, match="is a folder"):
+        run_copy_task(parse([*TINY_ARGS, "--save", str(tmp_path)]))
+
+
+@pytest.mark.parametrize("content", [b"hello\n", b""])
+def test_loading_a_bad_file_is_one_line(tmp_path, capsys, content):
+    from vanilla_transformer.cli import main as cli_main
+
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes(content)
+    assert cli_main(["copy-task", "--load", str(bad), "--no-progress"]) == 2
+    out, err = capsys.readouterr()
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert "is not a checkpoint written by save_checkpoint" in err and str(bad) in err
+    assert main(["--load", str(bad), "--no-progress"]) == 2  # on its own, too
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_a_loss_that_becomes_nan_stops_training_with_one_line(capsys):
+    from vanilla_transformer.cli import main as cli_main
+
+    argv = ["copy-task", *TINY_ARGS, "--steps", "20", "--warmup", "1", "--factor", "1e6"]
+    assert cli_main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and re.search(r"the loss is nan at batch \d+", err)
+
+
+def test_a_diverged_finite_loss_is_reported(monkeypatch, capsys):
+    import vanilla_transformer.cli.copy_task as cli
+
+    real = cli.train_copy_model
+
+    def diverging(config, **kwargs):
+        run = real(config, **kwargs)
+        run.losses[-1] = 3e8  # what --factor 1e6 gave with the default sizes
+        return run
+
+    monkeypatch.setattr(cli, "train_copy_model", diverging)
+    assert run_copy_task(parse([*TINY_ARGS, "--steps", "2"])) == 0
+    out, err = capsys.readouterr()
+    assert "exact match:" in out  # evaluation still runs ...
+    assert "training diverged" in err and "--factor" in err  # ... with a warning on stderr
+    assert cli._diverged([2.4, 0.1], 11) is False
+    assert cli._diverged([2.4, float("nan")], 11) is True

@@ -106,3 +106,47 @@ def test_one_rank_group_in_this_process(monkeypatch, capsys):
     assert not dist.is_initialized()
     assert default_backend() == ("nccl" if torch.cuda.is_available() else "gloo")
     assert os.environ["WORLD_SIZE"] == "1"
+
+
+def test_the_process_group_gets_a_short_timeout(monkeypatch):
+    import datetime
+
+    import vanilla_transformer.training.distributed as distributed
+
+    seen = {}
+
+    def init(**kwargs):
+        seen.update(kwargs)
+        raise RuntimeError("stop here")
+
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    monkeypatch.setattr(distributed.dist, "init_process_group", init)
+    with pytest.raises(RuntimeError, match="stop here"):
+        train_distributed(CONFIG)
+    assert seen["timeout"] == datetime.timedelta(seconds=distributed.DEFAULT_TIMEOUT)
+    assert distributed.DEFAULT_TIMEOUT < 30 * 60  # PyTorch's own default
+    with pytest.raises(RuntimeError, match="stop here"):
+        train_distributed(CONFIG, timeout=datetime.timedelta(seconds=7))
+    assert seen["timeout"] == datetime.timedelta(seconds=7)
+    with pytest.raises(RuntimeError, match="stop here"):
+        main(["--steps", "1", "--no-progress", "--timeout", "12.5"])
+    assert seen["timeout"] == datetime.timedelta(seconds=12.5)
+
+
+@pytest.mark.parametrize("timeout, error", [(0, ValueError), (-1.0, ValueError),
+                                            (float("nan"), ValueError), ("60", TypeError)])
+def test_bad_timeouts_are_refused(timeout, error):
+    with pytest.raises(error, match="timeout"):
+        train_distributed(CONFIG, timeout=timeout)
+    with pytest.raises(error, match="timeout"):
+        run_local(CONFIG, timeout=timeout)
+
+
+def test_bad_options_of_the_torchrun_entry_are_one_line(capsys):
+    for argv in (["--timeout", "0"], ["--seed", str(10**20)], ["--steps", "0"]):
+        with pytest.raises(SystemExit) as exit_:
+            main(argv)
+        assert exit_.value.code == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "Traceback" not in err

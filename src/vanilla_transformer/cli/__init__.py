@@ -24,6 +24,7 @@ from ..analysis.memory import memory_estimate_for
 from ..analysis.parameters import parameter_count_for
 from ..model.config import PRESETS, ModelConfig
 from . import copy_task
+from . import translate
 from .options import add_config_arguments, config_values
 
 __all__ = [
@@ -72,6 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     # Each line calls a module's register(subparsers); add new subcommands here.
     register(subparsers)  # params
     copy_task.register(subparsers)  # copy-task
+    translate.register(subparsers)  # translate
     # ---- end of subcommand registrations ----
     return parser
 

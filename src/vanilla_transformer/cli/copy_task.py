@@ -7,17 +7,24 @@ Explained on the [Training the copy task][training-guide] page.
 from __future__ import annotations
 
 import argparse
+import math
+import os
+import sys
 
 import torch
 
-from .._checks import check_non_negative_int, check_positive_int
+from .._checks import check_non_negative_int, check_positive_int, check_seed
 from ..data.copy_task import START_SYMBOL, heldout_sequences
 from ..training.checkpoints import load_checkpoint, save_checkpoint
 from ..training.copy_task import CopyTaskConfig, exact_match, train_copy_model
 from ..training.loop import TrainState
 from .options import add_config_arguments, config_values
 
-__all__ = ['add_task_arguments', 'task_config_from_args', 'register', 'run_copy_task', 'main']
+__all__ = ['MAX_EVAL_SIZE', 'add_task_arguments', 'task_config_from_args', 'register',
+           'run_copy_task', 'main']
+
+MAX_EVAL_SIZE = 1_000_000
+"""The most held-out sequences `--eval-size` accepts (the default is 100)."""
 
 
 def add_task_arguments(parser: argparse.ArgumentParser) -> None:
@@ -70,6 +77,7 @@ def task_config_from_args(args: argparse.Namespace) -> CopyTaskConfig:
     Raises:
         ValueError: for a value out of range. TypeError: for a value of the wrong type.
     """
+    check_seed(args.seed, "--seed")
     return CopyTaskConfig(
         vocab=args.vocab, seq_len=args.seq_len, batch_size=args.batch_size, steps=args.steps,
         accum_iter=args.accum_iter, warmup=args.warmup, factor=args.factor,
@@ -134,11 +142,16 @@ def run_copy_task(args: argparse.Namespace) -> int:
         args: the parsed options of the subcommand (see
             [`register`][vanilla_transformer.cli.copy_task.register]).
 
+    Every option, the `--save` folder and the `--load` file included, is checked before
+    training starts. A loss that diverged is reported on stderr.
+
     Returns:
         The exit status, `0`.
 
     Raises:
-        ValueError: for an invalid option value.
+        ValueError: for an invalid option value, a `--save` path whose folder is missing or
+            not writable, a `--load` file that is missing or not a checkpoint, or a loss that
+            became NaN or infinite during training.
 
     Examples:
         >>> import argparse
@@ -157,13 +170,39 @@ def run_copy_task(args: argparse.Namespace) -> int:
     """
     check_positive_int("--threads", args.threads)
     check_positive_int("--eval-size", args.eval_size)
+    if args.eval_size > MAX_EVAL_SIZE:
+        raise ValueError(f"--eval-size must be at most {MAX_EVAL_SIZE}, got {args.eval_size}")
     check_non_negative_int("--examples", args.examples)
+    check_seed(args.seed, "--seed")
+    if args.eval_seed is not None:
+        check_seed(args.eval_seed, "--eval-seed")
+    if args.save:
+        _check_writable(args.save, "--save")
+    if args.load and not os.path.isfile(args.load):
+        raise ValueError(f"--load {args.load!r}: no such file")
     threads = torch.get_num_threads()
     torch.set_num_threads(args.threads)
     try:
         return _run(args)
     finally:
         torch.set_num_threads(threads)
+
+
+def _check_writable(path: str, option: str) -> None:
+    """Raise unless `path` can be written, so a run does not train only to fail at saving."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise ValueError(f"{option} {path!r} is a folder; give a file name, e.g. {path}/model.pt")
+    if not os.path.isdir(folder):
+        raise ValueError(f"{option} {path!r}: the folder {folder!r} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ValueError(f"{option} {path!r}: the folder {folder!r} is not writable")
+
+
+def _diverged(losses: list[float], vocab: int) -> bool:
+    """Whether the loss ended far above where it started, or above a uniform guess's."""
+    worst_start = max(losses[0], math.log(vocab))
+    return not math.isfinite(losses[-1]) or losses[-1] > 2 * worst_start
 
 
 def _sizes(config: CopyTaskConfig) -> str:
@@ -196,6 +235,11 @@ def _run(args: argparse.Namespace) -> int:
         n_params = sum(p.numel() for p in model.parameters())
         print(f"final loss: {run.final_loss:.6f} (mean per token, last step); "
               f"{n_params:,} parameters trained in {run.seconds:.1f} s")
+        if _diverged(run.losses, config.vocab):
+            print(f"warning: training diverged: the loss went from {run.losses[0]:.4g} at the "
+                  f"first step to {run.final_loss:.4g} at the last; lower --factor (now "
+                  f"{config.factor:g}) or raise --warmup (now {config.warmup})",
+                  file=sys.stderr, flush=True)
         if args.save:
             save_checkpoint(args.save, model, task=config.to_dict(), seed=config.seed,
                             steps=config.steps, final_loss=run.final_loss)
@@ -232,7 +276,11 @@ def main(argv: list[str] | None = None) -> int:
                                      description="Train and evaluate the copy task.")
     _add_arguments(parser)
     args = parser.parse_args(argv)
-    return run_copy_task(args)
+    try:
+        return run_copy_task(args)
+    except (ValueError, TypeError) as error:  # one line, as the vanilla-transformer command
+        print(f"{parser.prog}: error: {' '.join(str(error).split())}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

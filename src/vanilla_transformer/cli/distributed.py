@@ -17,7 +17,8 @@ import os
 import torch
 
 from .._checks import check_positive_int
-from ..training.distributed import train_distributed
+from .._io import atomic_torch_save
+from ..training.distributed import DEFAULT_TIMEOUT, train_distributed
 from .copy_task import add_task_arguments, task_config_from_args
 
 __all__ = ['main']
@@ -37,6 +38,8 @@ def main(argv: list[str] | None = None) -> int:
 
     Raises:
         RuntimeError: if the environment does not describe a distributed job (no `torchrun`).
+        SystemExit: with status 2 and one line on stderr for a bad option, before any rank
+            joins the process group.
 
     Examples:
         ```console
@@ -50,16 +53,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backend", choices=("gloo", "nccl"), default=None,
                         help="process-group backend (default: nccl with CUDA, else gloo)")
     parser.add_argument("--out", metavar="DIR", help="write each rank's result to DIR/rank<r>.pt")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                        help="how long a rank waits for the others before the job fails "
+                        "(default %(default)s; PyTorch's own is 1800)")
     args = parser.parse_args(argv)
-    check_positive_int("--threads", args.threads)
-    config = task_config_from_args(args)
+    try:
+        check_positive_int("--threads", args.threads)
+        config = task_config_from_args(args)
+        if not args.timeout > 0:  # NaN included
+            raise ValueError(f"--timeout must be a positive number of seconds, got {args.timeout}")
+        if args.out:
+            os.makedirs(args.out, exist_ok=True)
+    except (ValueError, TypeError, OSError) as error:  # before joining the group: one line
+        parser.exit(2, f"{parser.prog}: error: {' '.join(str(error).split())}\n")
     torch.set_num_threads(args.threads)
-    run = train_distributed(config, backend=args.backend, progress=not args.no_progress)
+    run = train_distributed(config, backend=args.backend, progress=not args.no_progress,
+                            timeout=args.timeout)
     if args.out:
-        os.makedirs(args.out, exist_ok=True)
-        torch.save({"losses": run.losses, "state_dict": run.model.state_dict(),
-                    "train_state": vars(run.train_state)},
-                   os.path.join(args.out, f"rank{run.rank}.pt"))
+        atomic_torch_save({"losses": run.losses, "state_dict": run.model.state_dict(),
+                           "train_state": vars(run.train_state)},
+                          os.path.join(args.out, f"rank{run.rank}.pt"))
     if run.rank == 0:
         print(f"{run.world_size} ranks ({run.backend}), {config.batch_size} sequences each; "
               f"final loss: {run.losses[-1]:.6f}")

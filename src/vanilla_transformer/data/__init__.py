@@ -12,3 +12,9 @@ __all__ = [
     "heldout_sequences",
     "data_gen",
 ]
+
+from .numbers import LANGUAGES, number_words, number_pairs, split_numbers, number_corpus, read_tsv, write_tsv
+from .tokenizer import SPECIAL_TOKENS, SharedTokenizer, train_tokenizer
+from .token_batches import token_buckets, make_token_batches, epoch_order
+
+__all__ += ["LANGUAGES", "number_words", "number_pairs", "split_numbers", "number_corpus", "read_tsv", "write_tsv", "SPECIAL_TOKENS", "SharedTokenizer", "train_tokenizer", "token_buckets", "make_token_batches", "epoch_order"]

@@ -11,3 +11,7 @@ __all__ = [
     "sequence_log_prob",
     "beam_search",
 ]
+
+from .evaluate import translate_sentences, TranslationScores, score_translations
+
+__all__ += ["translate_sentences", "TranslationScores", "score_translations"]

@@ -123,12 +123,17 @@ class TranslationScores:
         return asdict(self)
 
 
-def score_translations(hypotheses: Sequence[str], references: Sequence[str]) -> TranslationScores:
+def score_translations(
+    hypotheses: Sequence[str], references: Sequence[str], *, bleu_tokenize: str = "13a"
+) -> TranslationScores:
     """BLEU and chrF (sacrebleu, default settings) and exact match of `hypotheses`.
 
     Args:
         hypotheses: the system's translations.
         references: one reference per hypothesis.
+        bleu_tokenize: sacrebleu's BLEU tokenizer: `"13a"` (its default, for text with spaces)
+            or `"char"` (characters, for one-word sentences such as German numbers, where word
+            4-grams do not exist and word BLEU is 0 whatever the quality).
 
     Returns:
         The [`TranslationScores`][vanilla_transformer.inference.evaluate.TranslationScores].
@@ -148,8 +153,11 @@ def score_translations(hypotheses: Sequence[str], references: Sequence[str]) -> 
         raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} references")
     if len(hypotheses) == 0:
         raise ValueError("nothing to score: no hypotheses")
+    if bleu_tokenize not in sacrebleu.BLEU.TOKENIZERS:
+        raise ValueError(f"bleu_tokenize must be one of {sorted(sacrebleu.BLEU.TOKENIZERS)}, "
+                         f"got {bleu_tokenize!r}")
     hyps, refs = [h.strip() for h in hypotheses], [r.strip() for r in references]
-    bleu = sacrebleu.corpus_bleu(hyps, [refs]).score
+    bleu = sacrebleu.corpus_bleu(hyps, [refs], tokenize=bleu_tokenize).score
     chrf = sacrebleu.corpus_chrf(hyps, [refs]).score
     exact = 100.0 * sum(h == r for h, r in zip(hyps, refs)) / len(hyps)
     return TranslationScores(float(bleu), float(chrf), exact, len(hyps))

@@ -22,7 +22,7 @@ from torch import nn
 
 from .._checks import check_dropout, check_heads, check_positive_int
 from .cache import KVCache
-from .fast import Dropout, fast_attention
+from .fast import fast_attention
 from .masks import mask_fill_value
 
 __all__ = ["clones", "attention", "MultiHeadedAttention", "keep_attention"]
@@ -136,7 +136,7 @@ class MultiHeadedAttention(nn.Module):
         self.d_k = d_model // h  # we assume d_v == d_k
         self.h = h
         self.linears = clones(nn.Linear(d_model, d_model), 4)
-        self.dropout = Dropout(p=dropout)
+        self.dropout = nn.Dropout(p=dropout)
         self.attn: torch.Tensor | None = None
         self.keep_attn = keep_attn
         self.fast = fast

@@ -24,7 +24,6 @@ from .._checks import (
     check_non_negative_int,
     check_positive_int,
 )
-from .fast import Dropout
 
 __all__ = ['Embeddings', 'sinusoid_table', 'PositionalEncoding', 'Generator']
 
@@ -117,7 +116,7 @@ class PositionalEncoding(nn.Module):
         check_positive_int("d_model", d_model)
         check_positive_int("max_len", max_len)
         check_dropout(dropout)
-        self.dropout = Dropout(p=dropout)
+        self.dropout = nn.Dropout(p=dropout)
         self.register_buffer("pe", sinusoid_table(max_len, d_model).unsqueeze(0))
 
     @property

@@ -18,7 +18,7 @@ from torch import nn
 
 from .masks import mask_fill_value
 
-__all__ = ["fast_attention", "Dropout"]
+__all__ = ["fast_attention"]
 
 
 def fast_attention(
@@ -58,28 +58,3 @@ def fast_attention(
         return torch.matmul(dropout(scores.softmax(dim=-1)), value)
     return F.scaled_dot_product_attention(query, key, value, attn_mask=mask, dropout_p=p)
 
-
-class Dropout(nn.Dropout):
-    """`nn.Dropout` with a cheaper random mask on the CPU.
-
-    PyTorch's CPU dropout draws its mask with `bernoulli_`, which costs about twice as much as
-    drawing uniform numbers and comparing them with `p`; this draws `rand_like(x) >= p` instead,
-    which keeps each element with the same probability `1 - p` and scales the kept ones by
-    `1 / (1 - p)`. The mask is kept as one byte per element for the backward pass. In eval mode,
-    on a GPU and under `torch.compile` it is `nn.Dropout` itself.
-
-    Examples:
-        >>> drop = Dropout(0.25)
-        >>> y = drop(torch.ones(100_000))
-        >>> sorted(set(y.tolist())), round((y == 0).float().mean().item(), 2)
-        ([0.0, 1.3333333730697632], 0.25)
-        >>> torch.equal(drop.eval()(torch.ones(3)), torch.ones(3))
-        True
-    """
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if not self.training or self.p == 0 or x.device.type != "cpu" or self.inplace:
-            return super().forward(x)
-        if torch.compiler.is_compiling() or self.p == 1:
-            return super().forward(x)
-        return x * (torch.rand_like(x) >= self.p) * (1.0 / (1.0 - self.p))

@@ -18,7 +18,6 @@ import torch
 from torch import nn
 
 from .._checks import check_choice, check_dropout, check_positive_int
-from .fast import Dropout
 
 __all__ = [
     "LAYER_NORMS",
@@ -144,7 +143,7 @@ class SublayerConnection(nn.Module):
         super().__init__()
         check_dropout(dropout)
         self.norm = make_layer_norm(size, layer_norm)
-        self.dropout = Dropout(dropout)
+        self.dropout = nn.Dropout(dropout)
         self.norm_first = norm_first
 
     def forward(
@@ -180,7 +179,7 @@ class PositionwiseFeedForward(nn.Module):
         check_dropout(dropout)
         self.w_1 = nn.Linear(d_model, d_ff)
         self.w_2 = nn.Linear(d_ff, d_model)
-        self.dropout = Dropout(dropout)
+        self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Map `(batch, seq_len, d_model)` to `(batch, seq_len, d_model)`."""

@@ -40,3 +40,7 @@ __all__ = [
     "free_port",
     "run_local",
 ]
+
+from .translation import TRANSLATION_PRESETS, TranslationConfig, TranslationRun, train_translation, average_checkpoints, load_translator
+
+__all__ += ["TRANSLATION_PRESETS", "TranslationConfig", "TranslationRun", "train_translation", "average_checkpoints", "load_translator"]

@@ -6,6 +6,8 @@ Explained on the [Training the copy task][training-guide] page.
 
 from __future__ import annotations
 
+import datetime
+import math
 import os
 import socket
 import tempfile
@@ -27,7 +29,26 @@ from .loop import TrainState, run_epoch
 from .loss import LabelSmoothing, SimpleLossCompute
 from .schedule import make_optimizer
 
-__all__ = ['default_backend', 'shard_batches', 'DistributedRun', 'train_distributed', 'free_port', 'run_local']
+__all__ = ['DEFAULT_TIMEOUT', 'default_backend', 'shard_batches', 'DistributedRun',
+           'train_distributed', 'free_port', 'run_local']
+
+DEFAULT_TIMEOUT = 300.0
+"""Seconds a rank waits for the others (to join the group, or in a collective) before it fails.
+PyTorch's own default is 30 minutes (10 with NCCL), a long time to wait for a worker that has
+stalled; the copy task's steps take milliseconds."""
+
+
+def _check_timeout(timeout: object) -> datetime.timedelta:
+    if isinstance(timeout, datetime.timedelta):
+        seconds = timeout.total_seconds()
+    elif isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise TypeError(f"timeout must be a number of seconds or a datetime.timedelta, "
+                        f"got {timeout!r}")
+    else:
+        seconds = float(timeout)
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise ValueError(f"timeout must be a positive, finite number of seconds, got {timeout!r}")
+    return datetime.timedelta(seconds=seconds)
 
 
 def default_backend() -> str:
@@ -124,6 +145,7 @@ def train_distributed(
     *,
     backend: str | None = None,
     progress: bool = False,
+    timeout: float | datetime.timedelta = DEFAULT_TIMEOUT,
 ) -> DistributedRun:
     """Train the copy task on this rank of a data-parallel job.
 
@@ -144,12 +166,17 @@ def train_distributed(
         backend: `"gloo"`, `"nccl"`, or `None` for
             [`default_backend`][vanilla_transformer.training.distributed.default_backend].
         progress: show a progress bar on rank 0.
+        timeout: how long a rank waits for the others, in seconds or as a `timedelta`
+            (`DEFAULT_TIMEOUT`, 5 minutes, rather than PyTorch's 30), so a stalled worker
+            fails the job instead of holding it; used when this call joins the process group.
 
     Returns:
         A [`DistributedRun`][vanilla_transformer.training.distributed.DistributedRun].
 
     Raises:
         RuntimeError: if the environment does not describe a distributed job.
+        ValueError: if `timeout` is not positive. TypeError: if it is not a number or a
+            `timedelta`.
 
     Examples:
         A world of one process, set up by hand as `torchrun` would:
@@ -166,6 +193,7 @@ def train_distributed(
         (1, 'gloo', 2)
     """
     config = CopyTaskConfig() if config is None else config
+    wait = _check_timeout(timeout)
     owns_group = not dist.is_initialized()
     if owns_group:
         if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
@@ -174,7 +202,7 @@ def train_distributed(
                 "(torchrun --standalone --nproc_per_node=2 -m vanilla_transformer.cli.distributed) "
                 "or use run_local"
             )
-        dist.init_process_group(backend=backend or default_backend())
+        dist.init_process_group(backend=backend or default_backend(), timeout=wait)
     try:
         rank, world_size = dist.get_rank(), dist.get_world_size()
         used_backend = dist.get_backend()
@@ -236,17 +264,21 @@ def free_port() -> int:
 
 
 def _local_worker(rank: int, world_size: int, port: int, config: CopyTaskConfig, out_dir: str,
-                  threads: int) -> None:
+                  threads: int, timeout: datetime.timedelta) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
                       WORLD_SIZE=str(world_size), LOCAL_RANK=str(rank))
     torch.set_num_threads(threads)
-    run = train_distributed(config, backend="gloo")
+    run = train_distributed(config, backend="gloo", timeout=timeout)
     torch.save({"losses": run.losses, "state_dict": run.model.state_dict(),
                 "train_state": vars(run.train_state)}, os.path.join(out_dir, f"rank{rank}.pt"))
 
 
 def run_local(
-    config: CopyTaskConfig | None = None, world_size: int = 2, *, threads: int = 1
+    config: CopyTaskConfig | None = None,
+    world_size: int = 2,
+    *,
+    threads: int = 1,
+    timeout: float | datetime.timedelta = DEFAULT_TIMEOUT,
 ) -> list[dict[str, Any]]:
     """Run [`train_distributed`][vanilla_transformer.training.distributed.train_distributed] in
     `world_size` local CPU processes (gloo on 127.0.0.1), without `torchrun`.
@@ -255,6 +287,7 @@ def run_local(
         config: the run's settings (`batch_size` is per rank).
         world_size: number of processes.
         threads: PyTorch threads per process.
+        timeout: how long a rank waits for the others (see `train_distributed`).
 
     Returns:
         One dict per rank, in rank order, with `losses` (the global per-step losses),
@@ -278,9 +311,11 @@ def run_local(
         ```
     """
     check_positive_int("world_size", world_size)
+    check_positive_int("threads", threads)
+    wait = _check_timeout(timeout)
     config = CopyTaskConfig() if config is None else config
     with tempfile.TemporaryDirectory() as out_dir:
-        mp.spawn(_local_worker, args=(world_size, free_port(), config, out_dir, threads),
+        mp.spawn(_local_worker, args=(world_size, free_port(), config, out_dir, threads, wait),
                  nprocs=world_size, join=True)
         return [torch.load(os.path.join(out_dir, f"rank{r}.pt"), weights_only=True)
                 for r in range(world_size)]
