@@ -71,3 +71,30 @@ def test_pad_sequences_and_collate():
 def test_bad_batches(args, error, match):
     with pytest.raises(error, match=match):
         Batch(*args)
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda: collate_batch([([1.7, 2.9], [3.5, 4.2])], pad=0), TypeError, r"1\.7 \(float\)"),
+    (lambda: collate_batch([([1, 2], [3, 4.0])], pad=0), TypeError, r"target .* 4\.0"),
+    (lambda: collate_batch([([1], [2])], pad=0, bos=1.0), TypeError, "bos must be an int"),
+    (lambda: collate_batch([([1, 2],)], pad=0), ValueError, r"pairs\[0\] must be a \(src, tgt\)"),
+    (lambda: collate_batch([("hello", [2])], pad=0), TypeError, "string 'hello'"),
+    (lambda: pad_sequences([torch.tensor([1.0, 2.0])], pad=0), TypeError, "torch.float32"),
+    (lambda: pad_sequences([[[1, 2]]], pad=0), ValueError, r"sequence 0 must be 1-D"),
+    (lambda: pad_sequences([[1]], pad="0"), TypeError, r"pad .* got '0'"),
+    (lambda: Batch(torch.tensor([[1, 2]]), pad=None), TypeError, "pad .* got None"),
+    (lambda: Batch(torch.zeros(0, 3, dtype=torch.long)), ValueError, r"\(0, 3\) is empty"),
+    (lambda: Batch(torch.zeros(2, 0, dtype=torch.long)), ValueError, r"\(2, 0\) is empty"),
+    (lambda: Batch(torch.tensor([[1, 2]], dtype=torch.uint8)), TypeError, r"src\.long\(\)"),
+])
+def test_bad_ids_and_pads_are_refused_not_truncated(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+def test_integer_tensors_of_any_width_are_collated_as_long():
+    b = collate_batch([(torch.tensor([4, 5], dtype=torch.uint8), torch.tensor([6], dtype=torch.int16))],
+                      pad=0, bos=1, eos=2)
+    assert b.src.dtype == b.tgt.dtype == torch.long
+    assert b.src.tolist() == [[4, 5]] and b.tgt.tolist() == [[1, 6]] and b.tgt_y.tolist() == [[6, 2]]
+    assert pad_sequences([[], [3]], pad=0).tolist() == [[0], [3]]

@@ -101,3 +101,22 @@ def test_masks_of_any_dtype_and_2d_masks_decode_alike(model, dtype):
                            expected)
         assert torch.equal(greedy_decode(model, src, keep[:, 0].to(dtype), 6, 1,
                                          use_cache=use_cache), expected)
+
+
+@pytest.mark.parametrize("src, kwargs, error, match", [
+    (torch.zeros(1, 0, dtype=torch.long), {}, ValueError, r"src of shape \(1, 0\) is empty"),
+    (torch.zeros(0, 4, dtype=torch.long), {}, ValueError, r"src of shape \(0, 4\) is empty"),
+    (torch.ones(1, 4, dtype=torch.uint8), {}, TypeError, r"torch\.uint8.*src\.long\(\)"),
+    ([[1, 2, 3]], {}, TypeError, "src must be a torch.Tensor .* got list"),
+    (torch.ones(1, 4, dtype=torch.long), dict(start_symbol=1.7), TypeError, r"got 1\.7"),
+    (torch.ones(1, 4, dtype=torch.long), dict(max_len=10**9), ValueError,
+     "max_len 1000000000 feeds the decoder"),
+    (torch.ones(1, 4, dtype=torch.long), dict(src_mask=torch.full((1, 1, 4), float("-inf"))),
+     ValueError, "holds the value -inf"),
+])
+def test_bad_decoding_inputs_fail_before_encoding(monkeypatch, src, kwargs, error, match):
+    model = make_model(11, 11, N=1, d_model=16, d_ff=32, h=2).eval()
+    monkeypatch.setattr(model, "encode", lambda *a: pytest.fail("encoded before the check"))
+    args = dict(src_mask=None, max_len=5, start_symbol=1) | kwargs
+    with pytest.raises(error, match=match):
+        greedy_decode(model, src, **args)

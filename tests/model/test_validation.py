@@ -107,3 +107,46 @@ def test_checks_run_before_expensive_work(monkeypatch, model):
     with pytest.raises(ValueError):
         model.encode(torch.ones(2, 5, dtype=torch.long), torch.ones(2, 1, 4))
     assert calls == []
+
+
+def test_narrow_integer_ids_are_refused_with_the_fix(model):
+    for dtype in (torch.uint8, torch.int8, torch.int16):
+        with pytest.raises(TypeError, match=rf"src .* got dtype {dtype}.*src\.long\(\)"):
+            model.encode(torch.ones(1, 3, dtype=dtype), None)
+    assert model.encode(torch.ones(1, 3, dtype=torch.int32), None).shape == (1, 3, 16)
+
+
+def test_empty_batches_and_sequences(model):
+    with pytest.raises(ValueError, match=r"src of shape \(0, 3\) is empty"):
+        model.encode(torch.ones(0, 3, dtype=torch.long), None)
+    with pytest.raises(ValueError, match=r"tgt of shape \(1, 0\) is empty"):
+        model.decode(torch.zeros(1, 2, 16), None, torch.ones(1, 0, dtype=torch.long), None)
+
+
+def test_tensors_on_another_device(model):
+    with pytest.raises(ValueError, match="src is on device meta but the model's embedding is on cpu"):
+        model.encode(torch.ones(1, 3, dtype=torch.long, device="meta"), None)
+    with pytest.raises(ValueError, match="memory is on device meta but the model is on cpu"):
+        model.decode(torch.zeros(1, 2, 16, device="meta"), None, torch.ones(1, 2, dtype=torch.long),
+                     None)
+
+
+def test_memory_of_the_wrong_kind(model):
+    tgt = torch.ones(1, 2, dtype=torch.long)
+    with pytest.raises(TypeError, match=r"memory has dtype torch\.float64 .* torch\.float32"):
+        model.decode(torch.zeros(1, 2, 16, dtype=torch.float64), None, tgt, None)
+    with pytest.raises(TypeError, match=r"memory must be a float tensor .* got torch\.int64"):
+        model.decode(torch.zeros(1, 2, 16, dtype=torch.long), None, tgt, None)
+    with torch.autocast("cpu", dtype=torch.bfloat16):  # mixed precision: bf16 memory is fine
+        assert model.decode(torch.zeros(1, 2, 16, dtype=torch.bfloat16), None, tgt, None).shape \
+            == (1, 2, 16)
+
+
+def test_float_masks_must_be_keep_masks_of_0_and_1(model):
+    src = torch.ones(1, 4, dtype=torch.long)
+    additive = torch.zeros(1, 1, 4)
+    additive[..., 0] = float("-inf")
+    with pytest.raises(ValueError, match=r"src_mask .* -inf.*interop\.attn_mask_to_keep"):
+        model.encode(src, additive)
+    with pytest.raises(ValueError, match=r"tgt_mask .* nan"):
+        model(src, src, None, torch.full((1, 4, 4), float("nan")))

@@ -166,3 +166,24 @@ def test_run_epoch_rejects_bad_arguments():
         run_epoch([], model, compute, opt, progress=False)
 
 
+
+
+def test_a_nan_loss_stops_the_epoch_before_any_update():
+    torch.manual_seed(0)
+    model = make_model(5, 5, N=1, d_model=16, d_ff=32, h=2, dropout=0.0)
+    before = copy.deepcopy(model.state_dict())
+    optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
+    calls = []
+
+    def nan_on_the_second_batch(out, y, norm):
+        calls.append(1)
+        loss = out.pow(2).sum() * (float("nan") if len(calls) == 2 else 0.0)
+        return loss.detach(), loss / norm
+
+    state = None
+    with pytest.raises(ValueError, match=r"loss is nan at batch 2 .*training step 2, optimizer "
+                                         r"step 1; no update was made"):
+        _, state = run_epoch(data_gen(5, 2, 4, seq_len=4, seed=0), model,
+                             nan_on_the_second_batch, optimizer, accum_iter=2, progress=False)
+    assert state is None and len(calls) == 2
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())

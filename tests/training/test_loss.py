@@ -176,3 +176,13 @@ def test_simple_loss_compute_returns_sum_and_normalised_node():
         SimpleLossCompute(gen, crit)(x, y, 0)
 
 
+
+
+def test_probabilities_instead_of_log_probabilities_are_refused():
+    crit = LabelSmoothing(5, padding_idx=0, smoothing=0.1)
+    probs = torch.softmax(torch.randn(3, 5), dim=-1)
+    with pytest.raises(ValueError, match=r"log-probabilities .*did you pass probabilities"):
+        crit(probs, torch.tensor([1, 2, 3]))
+    with pytest.raises(ValueError, match="target ids must lie in .* found id 5"):
+        crit(probs.log(), torch.tensor([1, 2, 5]))
+    assert crit(probs.log(), torch.tensor([1, 2, 3])) >= 0

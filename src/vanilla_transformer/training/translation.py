@@ -466,6 +466,6 @@ def train_translation(
     kept = checkpoint_paths(folder)[-config.average:]
     model.load_state_dict(average_checkpoints(kept))
     averaged = [int(p.stem.split("-")[1]) for p in kept]
-    atomic_write(folder / MODEL_FILE, lambda f: save_checkpoint(
-        f, model, steps=step, averaged=averaged, tokenizer=tokenizer.tokenizer.to_str()))
+    save_checkpoint(folder / MODEL_FILE, model, steps=step, averaged=averaged,
+                    tokenizer=tokenizer.tokenizer.to_str())
     return TranslationRun(model.eval(), tokenizer, folder, step, losses, history, seconds, averaged)

@@ -1,0 +1,112 @@
+"""Training a translator: exact resumption, atomic checkpoints, averaging, time limits."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from vanilla_transformer.data.numbers import number_corpus
+from vanilla_transformer.training.translation import (
+    TranslationConfig,
+    average_checkpoints,
+    checkpoint_paths,
+    load_train_state,
+    load_translator,
+    train_translation,
+)
+
+TINY = dict(N=1, d_model=16, d_ff=32, h=2, dropout=0.1)
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return number_corpus("de", {"train": 120, "valid": 8}, limit=1000, seed=0)
+
+
+def _config(**changes):
+    base = dict(vocab_size=60, max_tokens=120, warmup=5, save_every=5, average=3, eval_size=4,
+                max_steps=20, seed=0)
+    return TranslationConfig(**{**base, **changes})
+
+
+def test_resumed_run_matches_the_uninterrupted_one(corpus, tmp_path):
+    k = 12  # not a multiple of save_every: the stop itself writes the checkpoint
+    full = train_translation(corpus["train"], corpus["valid"], tmp_path / "full",
+                             model_options=TINY, config=_config(max_steps=2 * k), progress=False)
+    first = train_translation(corpus["train"], corpus["valid"], tmp_path / "split",
+                              model_options=TINY, config=_config(max_steps=k), progress=False)
+    assert first.step == k
+    torch.manual_seed(12345)  # the resumed run restores the random state it saved
+    resumed = train_translation(corpus["train"], corpus["valid"], tmp_path / "split",
+                                model_options=TINY, config=_config(max_steps=2 * k),
+                                resume=True, progress=False)
+    assert resumed.step == full.step == 2 * k
+    # dropout is on (0.1), so this holds only if the random state and the data position resume
+    assert resumed.losses == full.losses
+    assert max(abs(a - b) for a, b in zip(resumed.losses, full.losses)) == 0.0
+    last_full = load_train_state(checkpoint_paths(tmp_path / "full")[-1])
+    last_split = load_train_state(checkpoint_paths(tmp_path / "split")[-1])
+    for name, tensor in last_full["model"].items():
+        assert torch.equal(tensor, last_split["model"][name]), name
+
+
+def test_checkpoints_hold_the_whole_training_state(corpus, tmp_path):
+    run = train_translation(corpus["train"], corpus["valid"], tmp_path, model_options=TINY,
+                            config=_config(max_steps=11), progress=False)
+    paths = checkpoint_paths(tmp_path)
+    assert [p.name for p in paths] == ["step-0000005.pt", "step-0000010.pt", "step-0000011.pt"]
+    assert not list(tmp_path.glob("**/*.tmp"))  # atomic writes leave no temporary files
+    state = load_train_state(paths[-1])  # torch.load(weights_only=True)
+    assert {"model", "optimizer", "scheduler", "rng", "step", "epoch", "position"} <= set(state)
+    assert state["step"] == 11 and state["scheduler"]["last_epoch"] == 11
+    assert isinstance(state["rng"]["torch"], torch.Tensor)
+    assert state["losses"].tolist() == run.losses
+    assert [h["step"] for h in state["history"]] == [5, 10, 11]
+    assert all(0 <= h["valid_exact"] <= 100 for h in state["history"])
+    assert (tmp_path / "tokenizer.json").is_file() and (tmp_path / "config.json").is_file()
+
+
+def test_final_model_is_the_average_of_the_last_checkpoints(corpus, tmp_path):
+    run = train_translation(corpus["train"], corpus["valid"], tmp_path, model_options=TINY,
+                            config=_config(max_steps=15, average=2), progress=False)
+    paths = checkpoint_paths(tmp_path)
+    assert run.averaged == [10, 15] and len(paths) == 2
+    a, b = (load_train_state(p)["model"] for p in paths)
+    averaged, _ = load_translator(tmp_path)
+    for name, tensor in averaged.state_dict().items():
+        assert torch.allclose(tensor, (a[name] + b[name]) / 2, atol=1e-7), name
+    last, _ = load_translator(tmp_path, "last")
+    assert torch.equal(last.state_dict()["generator.proj.weight"], b["generator.proj.weight"])
+
+
+def test_average_of_one_checkpoint_is_itself(tmp_path):
+    state = {"w": torch.randn(3, 3), "n": torch.tensor([4])}
+    torch.save({"model": state}, tmp_path / "a.pt")
+    averaged = average_checkpoints([tmp_path / "a.pt"])
+    assert torch.equal(averaged["w"], state["w"]) and torch.equal(averaged["n"], state["n"])
+    with pytest.raises(ValueError, match="at least one"):
+        average_checkpoints([])
+
+
+def test_time_limit_stops_with_a_checkpoint(corpus, tmp_path):
+    run = train_translation(corpus["train"], corpus["valid"], tmp_path, model_options=TINY,
+                            config=_config(max_steps=10_000, max_minutes=1e-4), progress=False)
+    assert 1 <= run.step < 10_000
+    assert load_train_state(checkpoint_paths(tmp_path)[-1])["step"] == run.step
+
+
+def test_bad_input_is_refused_before_training(corpus, tmp_path):
+    pairs = corpus["train"]
+    with pytest.raises(ValueError, match="preset"):
+        train_translation(pairs, pairs, tmp_path / "a", preset="tiny")
+    with pytest.raises(ValueError, match="cannot resume"):
+        train_translation(pairs, pairs, tmp_path / "b", resume=True)
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ValueError, match="cannot create output folder"):
+        train_translation(pairs, pairs, tmp_path / "file" / "run")
+    with pytest.raises(ValueError, match="at least one pair"):
+        train_translation([], pairs, tmp_path / "c")
+    with pytest.raises(ValueError, match="max_minutes"):
+        TranslationConfig(max_minutes=0)
+    with pytest.raises(ValueError, match="not a trained model"):
+        load_translator(tmp_path)
