@@ -125,7 +125,7 @@ class Batch:
                      [1, 1, 0],
                      [1, 1, 0]]], dtype=torch.int32)
         """
-        return padding_mask(tgt, pad) & subsequent_mask(tgt.size(-1))
+        return padding_mask(tgt, pad) & subsequent_mask(tgt.size(-1)).to(tgt.device)
 
     def __len__(self) -> int:
         return self.src.size(0)
