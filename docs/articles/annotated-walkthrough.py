@@ -15,29 +15,22 @@
 # %% [markdown]
 # # Annotated walkthrough
 #
-# This page walks through every class of the Transformer one at a time, in the order a reader
-# meets them when reading the code from top to bottom: `clones`, `attention`,
+# This page reads the code of the Transformer one class at a time, in the order you meet the
+# classes when you read the model from top to bottom: `clones`, `attention`,
 # `MultiHeadedAttention`, the feed-forward network, the positional encoding, `LayerNorm`, the
 # residual `SublayerConnection`, the encoder, the decoder, the embeddings, the generator and
-# finally `EncoderDecoder`.
+# finally `EncoderDecoder`. It follows the order of a notebook commentary on
+# [The Annotated Transformer](https://nlp.seas.harvard.edu/annotated-transformer/) (an untitled
+# notebook that opens with `clones` and ends with `EncoderDecoder`), and it lists that
+# notebook's mistakes in one *Errata* box at the end.
 #
-# It is a notebook: every cell below was run when the site was built, and every printed value and
-# every figure comes from running `vanilla_transformer`. Nothing is redefined here. When a class
-# is explained, its source is printed straight from the installed package, so what you read is
-# what runs.
+# Every cell below ran when the site was built: each printed value and each figure comes from
+# `vanilla_transformer`. Nothing is redefined here. When a class is explained, its code is
+# printed from the installed package, so what you read is what runs.
 #
-# The walkthrough follows a notebook-style commentary on the Annotated Transformer, section by
-# section.
-# That commentary is helpful but makes a number of mistakes; each one is pointed out where it
-# occurs, in a quoted block that starts with **Correction**, and the cell that follows proves the
-# correct statement.
-
-# %% [markdown]
-# ## Setting up
-#
-# The imports are the only ones the page needs. Two helpers keep the later cells short:
-# `show_source` prints a function or class from the package (without its docstring, which the API
-# reference already renders), and `shape` formats a tensor's shape.
+# The first cell imports the package. Its two small helpers print a package object's code
+# without its docstring (the [API reference](../../api/) renders those) and format a
+# tensor's shape; you can skip it.
 
 # %%
 import ast
@@ -78,6 +71,7 @@ from vanilla_transformer.model import keep_attention
 
 torch.manual_seed(0)
 torch.set_printoptions(precision=3, sci_mode=False, linewidth=100)
+plt.rcParams.update({"font.size": 11, "figure.dpi": 100})
 
 
 def show_source(obj):
@@ -101,27 +95,6 @@ def shape(t):
 
 
 print("vanilla_transformer", vanilla_transformer.__version__, "| torch", torch.__version__)
-
-# %% [markdown]
-# > **Correction.** The source starts with `from torch.autograd import Variable` and later wraps
-# > the positional-encoding table in `Variable(..., requires_grad=False)`. In fact `Variable` has
-# > been a no-op since PyTorch 0.4: it returns an ordinary tensor. Plain tensors carry
-# > `requires_grad` themselves, and the package never imports `Variable`.
-
-# %%
-import importlib
-import pkgutil
-
-from torch.autograd import Variable  # only to show what it does today
-
-wrapped = Variable(torch.ones(3), requires_grad=False)
-print(type(wrapped), "requires_grad =", wrapped.requires_grad)
-model_modules = [importlib.import_module(f"vanilla_transformer.model.{info.name}")
-                 for info in pkgutil.iter_modules(vanilla_transformer.model.__path__)]
-uses_variable = [m.__name__ for m in model_modules if "Variable" in inspect.getsource(m)]
-assert len(model_modules) >= 10  # masks, attention, layers, embeddings, ..., encoder_decoder
-print("package modules that use Variable:", uses_variable)
-assert type(wrapped) is torch.Tensor and uses_variable == []
 
 # %% [markdown]
 # ## `clones`: N independent copies
@@ -202,12 +175,10 @@ assert torch.allclose(out, weights @ v)
 # %% [markdown]
 # ### What the mask means
 #
-# > **Correction.** The source describes `mask` as "a tensor that is used to store the positions
-# > of the elements that we want to mask". In fact it is the other way round: the mask marks the
-# > positions a query **may attend to**. `masked_fill(mask == 0, -1e9)` overwrites the scores
-# > where the mask is zero, so the non-zero (or `True`) entries are the ones that are kept. Every
-# > mask in this package follows that convention (which is the opposite of PyTorch's
-# > `key_padding_mask`).
+# The mask marks the positions a query **may attend to**. `masked_fill(mask == 0, -1e9)`
+# overwrites the scores where the mask is zero, so the non-zero (or `True`) entries are the ones
+# that are kept. Every mask in this package follows that convention, which is the opposite of
+# PyTorch's `key_padding_mask`.
 
 # %%
 keep = torch.tensor([[[1, 1, 0, 0]]])  # (batch, 1, key_len): the last two keys are blocked
@@ -217,8 +188,7 @@ assert torch.all(w_masked[..., 2:] == 0)            # where the mask is 0: no we
 assert torch.allclose(w_masked.sum(-1), torch.ones(1, 4))
 
 # %% [markdown]
-# The two masks of the Transformer, and how a batch combines them, replace the source's missing
-# mask pictures:
+The Transformer uses two masks, and a batch combines them:
 #
 # - `subsequent_mask(n)`: query `i` may look at keys `0..i` only (the decoder must not peek at
 #   the tokens it is about to predict);
@@ -236,12 +206,12 @@ masks = {
     "padding_mask(tgt, pad=0)": padding_mask(tgt_in, 0)[0],
     "Batch.make_std_mask(tgt, pad=0)": batch.tgt_mask[0],
 }
-fig, axes = plt.subplots(1, 3, figsize=(11, 3.6),
+fig, axes = plt.subplots(1, 3, figsize=(7.5, 3.6),
                          gridspec_kw={"width_ratios": [1, 1, 1]})
 cmap = ListedColormap(["#3b3b3b", "#f5d76e"])
 for ax, (title, m) in zip(axes, masks.items()):
     ax.imshow(m.int(), cmap=cmap, vmin=0, vmax=1)
-    ax.set_title(title + f"\nshape {shape(m)}", fontsize=9)
+    ax.set_title(title.replace("(", "\n("), fontsize=10)
     ax.set_xticks(range(n), [str(t) for t in tgt_in[0].tolist()])
     ax.set_xlabel("key (token id)")
     if m.size(0) > 1:
@@ -267,13 +237,11 @@ assert torch.equal(batch.tgt_mask[0], subsequent_mask(n)[0] & padding_mask(tgt_i
 show_source(MultiHeadedAttention.__init__)
 
 # %% [markdown]
-# > **Correction.** The source calls `linears` "four stacked fully connected layers". In fact they
-# > are not stacked: no one of them feeds another. The first three are applied side by side, one
-# > to each of query, key and value, and the fourth is applied once to the joined heads.
+# The four maps are not stacked: none of them feeds another. The first three are applied side by
+# side, one to each of query, key and value, and the fourth is applied once to the joined heads.
 #
-# > **Correction.** The source says, in its comment on `d_k = d_model // h`, that
-# > "7 ÷ 3 = 2...1, so 7//3 = 2", as if any `d_model` and `h` would do. In fact `d_model` must be divisible by `h` (the source's own
-# > `assert` says so, and so does the package): otherwise the heads would not fill `d_model`.
+# `d_k = d_model // h` only works when `d_model` is divisible by `h`: otherwise the heads would
+# not fill `d_model`. The module checks it when it is built.
 
 # %%
 mha = MultiHeadedAttention(h=2, d_model=8)
@@ -288,8 +256,7 @@ assert rejected and mha.d_k * mha.h == 8
 
 # %% [markdown]
 # Each linear map computes $Y = XW^\top + b$ on the last axis only, so a `(batch, seq_len, d_model)`
-# input stays 3-D after the projection (this replaces the source's first picture of
-# `nn.Linear.forward`):
+# input stays 3-D after the projection:
 
 # %%
 x = torch.randn(2, 3, 8)
@@ -309,10 +276,8 @@ show_source(MultiHeadedAttention.split_heads)
 show_source(MultiHeadedAttention.forward)
 
 # %% [markdown]
-# > **Correction.** The source says that the tensor `query` in `forward` "has four dimensions:
-# > batch size, number of heads, number of words, length of the embedding". In fact `forward`
-# > receives a 3-D tensor `(batch, seq_len, d_model)`; the heads axis only appears after the
-# > projection is split into heads.
+# `forward` receives 3-D tensors, `(batch, seq_len, d_model)`; the heads axis only appears when
+# the projection is split into heads.
 
 # %%
 torch.manual_seed(0)
@@ -326,13 +291,12 @@ assert x.dim() == 3 and mha(x, x, x).shape == x.shape
 # %% [markdown]
 # ### `zip`: which linear map projects which input
 #
-# The source (like the Annotated Transformer) projects the three inputs in one line with
+# The Annotated Transformer projects the three inputs in one line with
 # `zip(self.linears, (query, key, value))`. `zip` pairs items by position and stops at the
 # shorter argument, so the fourth map, $W^O$, is left out of the loop.
 #
-# > **Correction.** The source lists the pairs as "(linear layer1, query), (linear layer2, value),
-# > (linear layer3, key)". In fact the tuple is `(query, key, value)`, so the pairs are
-# > `(linears[0], query)`, `(linears[1], key)`, `(linears[2], value)`: key comes before value.
+# The tuple is `(query, key, value)`, so the pairs are `(linears[0], query)`,
+# `(linears[1], key)` and `(linears[2], value)`: key comes before value.
 
 # %%
 pairs = list(zip(["linears[0]", "linears[1]", "linears[2]", "linears[3]"],
@@ -383,11 +347,7 @@ assert not torch.allclose(by_hand(mha.linears[2], mha.linears[1]), expected, ato
 #    `(batch, seq_len, h, d_k)` → `(batch, h, seq_len, d_k)`, so each head sees the whole
 #    sequence, as a `(seq_len, d_k)` matrix the attention function can work on.
 #
-# > **Correction.** The source names the shape after `view` "(nbatches, length of the words,
-# > number of words, length of the embedding)" and after `transpose` "(nbatches, number of heads,
-# > length of the words, length of the embedding)". In fact the four axes are
-# > `(batch, seq_len, h, d_k)` after `view` and `(batch, h, seq_len, d_k)` after `transpose`;
-# > the last axis is one head's share `d_k`, not the embedding length `d_model`.
+# The last axis is one head's share `d_k`, not the embedding width `d_model`.
 #
 # A small tensor makes the moves visible: `batch=1`, `seq_len=3`, `d_model=8`, `h=2`, so
 # `d_k=4`. Entry `10·t + f` is feature `f` of position `t`, so `21` is position 2, feature 1.
@@ -408,7 +368,7 @@ assert torch.equal(split[0, 1], proj[0, :, 4:8])  # head 1 = features 4..7 of ev
 # that way, "head 0" would get all 8 features of position 0 and the first 4 of position 1, mixing
 # positions together. Only the transpose moves features between positions' rows.
 #
-# The same thing in miniature (the source's own example, with the numbers 1 to 6): reading
+# The same thing in miniature (with the numbers 1 to 6): reading
 # `[1..6]` as 2×3 and transposing is not the same as reading it as 3×2.
 
 # %%
@@ -421,7 +381,7 @@ assert not torch.equal(wrong, split)
 assert torch.equal(wrong[0, 0, 1], proj[0, 0, 4:8])  # "head 0" holds part of position 0 twice
 
 # %% [markdown]
-# The figure below replaces the source's pictures of the split. Each cell shows its `10·t + f`
+# The figure below draws the split. Each cell shows its `10·t + f`
 # label; its colour says which head the feature belongs to. After `view` + `transpose` every
 # head's block holds only its own colour, for all three positions. The direct reshape mixes both
 # colours (both heads' features) inside a block.
@@ -440,17 +400,17 @@ def draw_blocks(ax, blocks, titles, block_title):
                 value = int(block[r, c])
                 head = (value % 10) // d_k
                 ax.add_patch(Rectangle((x0 + c, -r - 1), 1, 1, fc=HEAD_COLOURS[head], ec="white"))
-                ax.text(x0 + c + 0.5, -r - 0.5, str(value), ha="center", va="center", fontsize=8)
-        ax.text(x0 + cols / 2, 0.3, title, ha="center", va="bottom", fontsize=8)
+                ax.text(x0 + c + 0.5, -r - 0.5, str(value), ha="center", va="center", fontsize=10)
+        ax.text(x0 + cols / 2, 0.3, title, ha="center", va="bottom", fontsize=10)
         x0 += cols + 1
     ax.set_xlim(-0.2, x0)
     ax.set_ylim(-4.2, 1.3)
     ax.set_aspect("equal")
     ax.axis("off")
-    ax.set_title(block_title, fontsize=9, loc="left")
+    ax.set_title(block_title, fontsize=10, loc="left")
 
 
-fig, axes = plt.subplots(4, 1, figsize=(8, 7.5))
+fig, axes = plt.subplots(4, 1, figsize=(7, 7.5))
 draw_blocks(axes[0], [proj[0]], ["rows: positions 0..2, columns: features 0..7"],
             "1. projection, (seq_len, d_model) = (3, 8)")
 draw_blocks(axes[1], list(viewed[0]), [f"position {t}: (h, d_k)" for t in range(seq_len)],
@@ -461,7 +421,7 @@ draw_blocks(axes[3], list(wrong[0]), [f"'head' {i}" for i in range(h)],
             "4. direct reshape(1, h, -1, d_k): same shape, but positions and heads are mixed")
 fig.legend(handles=[Rectangle((0, 0), 1, 1, fc=c) for c in HEAD_COLOURS],
            labels=["feature of head 0", "feature of head 1"], loc="lower center", ncol=2,
-           fontsize=8)
+           fontsize=10)
 fig.tight_layout(rect=(0, 0.04, 1, 1))
 plt.show()
 assert {int(v) % 10 // d_k for v in split[0, 0].flatten()} == {0}
@@ -473,8 +433,7 @@ assert {int(v) % 10 // d_k for v in wrong[0, 0].flatten()} == {0, 1}
 # Per head, $QK^\top$ multiplies a `(seq_len, d_k)` matrix by a `(d_k, seq_len)` one, giving a
 # `(seq_len, seq_len)` matrix of scores; the softmax turns it into weights, and multiplying the
 # weights by the `(seq_len, d_k)` values gives one `d_k`-vector per position and head. With
-# the batch and head axes in front, these are the shapes (they replace the source's pictures of
-# $QK^\top$ and of the product with $V$):
+# the batch and head axes in front, these are the shapes:
 
 # %%
 q_h = k_h = v_h = mha.split_heads(mha.linears[0](x))
@@ -487,15 +446,13 @@ print("output             (batch, h, seq_len, d_k):", shape(out_h))
 assert out_h.shape == q_h.shape
 
 # %% [markdown]
-# > **Correction.** The source says the attention function "will return an attention score
-# > tensor", and calls `x`, the first value it returns, "the attention score calculated by
-# > softmax(QKᵀ/√d_k)V". In fact the scores are $QK^\top/\sqrt{d_k}$ (before the softmax), the
-# > attention *weights* `p_attn` are their softmax, and `x` is neither: it is the weighted sum of
-# > the values, one `d_k`-vector per query and head.
+# Three tensors are worth keeping apart: the *scores* $QK^\top/\sqrt{d_k}$ (before the softmax),
+# the attention *weights* `p_attn` (their softmax), and the output `x`, the weighted sum of the
+# values, one `d_k`-vector per query and head.
 #
 # A mask arrives as `(batch, 1, seq_len)` or `(batch, seq_len, seq_len)`. Inside the module it
-# gets one more axis of size 1 (the `mask.unsqueeze(1)` at the top of the package's `forward`,
-# as in the source), so that it broadcasts over the `h` heads of the
+# gets one more axis of size 1 (the `mask.unsqueeze(1)` at the top of the package's `forward`),
+# so that it broadcasts over the `h` heads of the
 # `(batch, h, seq_len, seq_len)` scores.
 
 # %%
@@ -571,10 +528,8 @@ print("all positions at once == one position at a time:", torch.allclose(ff(x), 
 assert torch.allclose(ff(x), one_at_a_time, atol=1e-6)
 
 # %% [markdown]
-# > **Correction.** The source calls the feed-forward network "a pre-trained operation for the
-# > input of Decoder". In fact nothing in it is pre-trained, and it is not specific to the
-# > decoder: every encoder layer and every decoder layer has its own copy, whose weights start
-# > random (Xavier-uniform) and are trained together with the rest of the model.
+# Every encoder layer and every decoder layer has its own copy of this network. Its weights start
+# random (Xavier-uniform) and are trained together with the rest of the model.
 
 # %%
 torch.manual_seed(0)
@@ -603,10 +558,8 @@ show_source(sinusoid_table)
 show_source(PositionalEncoding)
 
 # %% [markdown]
-# > **Correction.** The source says that "the elements in the position tensor is
-# > 1, 2, 3, ⋯, max_len". In fact `torch.arange(0, max_len)` counts from 0 to `max_len - 1`. The
-# > first row of the table is therefore the encoding of position 0: every sine is 0 and every
-# > cosine is 1.
+# `torch.arange(0, max_len)` counts from 0 to `max_len - 1`. The first row of the table is
+# therefore the encoding of position 0: every sine is 0 and every cosine is 1.
 
 # %%
 position = torch.arange(0, 5000).unsqueeze(1)
@@ -623,8 +576,8 @@ assert torch.equal(pos_enc.pe[0, 0], torch.tensor([0.0, 1.0] * 4))
 # computes them as $\exp(-2i \ln(10000)/d_{model})$, which is the same number (the exponential
 # of a logarithm), evaluated without raising 10000 to a power. Each pair's wavelength is
 # $2\pi / \text{frequency}$: it grows geometrically from $2\pi$ (about 6 positions) for the first
-# pair to almost $10000 \cdot 2\pi$ for the last. This table replaces the source's hand-drawn
-# picture of `div_term`:
+# pair to almost $10000 \cdot 2\pi$ for the last. The table lists
+# a few of them:
 
 # %%
 d_model = 8
@@ -636,15 +589,12 @@ for t, f in zip(two_i.tolist(), div_term.tolist()):
 assert torch.allclose(div_term, 1 / 10000 ** (two_i / d_model))
 
 # %% [markdown]
-# > **Correction.** The source says, in one place, that `div_term` has shape `(d_model,)`. In fact
-# > `torch.arange(0, d_model, 2)` has `d_model / 2` entries (for even `d_model`): one frequency
-# > per sine/cosine pair, as the table above shows.
+# `torch.arange(0, d_model, 2)` has `d_model / 2` entries (for even `d_model`): one frequency per
+# sine/cosine pair, as the table above shows.
 #
-# > **Correction.** The source says, in a comment on
-# > `torch.arange(0, d_model, 2) * -(math.log(10000.0) / d_model)`, "There should be one
-# > more pair of parentheses". In fact none is missing: the unary minus applies to the bracketed
-# > quotient, and multiplication is the last operation either way. The bracketed and unbracketed
-# > forms give identical numbers.
+# The expression `torch.arange(0, d_model, 2) * -(math.log(10000.0) / d_model)` needs no more
+# parentheses: the unary minus applies to the bracketed quotient, and the multiplication comes
+# last either way. The cell checks that both ways of writing it give identical numbers.
 
 # %%
 print("div_term shape:", shape(div_term), "for d_model =", d_model)
@@ -654,8 +604,8 @@ assert div_term.shape == (d_model // 2,) and torch.equal(div_term, extra)
 
 # %% [markdown]
 # `position * div_term` multiplies a `(max_len, 1)` column by a `(d_model/2,)` row. Broadcasting
-# stretches both to `(max_len, d_model/2)`: entry `(pos, i)` is `pos × div_term[i]`. The source's
-# own example, a column `[1, 2, 3]` times a row `[1, 2, 3]`:
+# stretches both to `(max_len, d_model/2)`: entry `(pos, i)` is `pos × div_term[i]`. A small
+# example, a column `[1, 2, 3]` times a row `[1, 2, 3]`:
 
 # %%
 print(torch.tensor([[1], [2], [3]]) * torch.tensor([1, 2, 3]))
@@ -664,10 +614,9 @@ print("position * div_term:", shape(position), "*", shape(div_term), "->",
 assert (position * div_term).shape == (5000, d_model // 2)
 
 # %% [markdown]
-# > **Correction.** The source calls this product "the dot-product of position and div_term". In
-# > fact it is not a dot product (which would sum over an axis and give a single number per pair
-# > of vectors): it is an element-wise product under broadcasting, i.e. the outer product of the
-# > two vectors, and nothing is summed.
+# The product is element-wise under broadcasting: `(max_len, 1) * (d_model/2,)` gives
+# `(max_len, d_model/2)`, the outer product of the two vectors. Nothing is summed, so it is not a
+# dot product.
 
 # %%
 outer = torch.outer(position[:, 0].float(), div_term)
@@ -682,14 +631,14 @@ assert torch.allclose(position * div_term, outer)
 
 # %%
 pe20 = PositionalEncoding(d_model=20, dropout=0.0).pe[0, :100]
-fig, ax = plt.subplots(figsize=(9, 3.5))
+fig, ax = plt.subplots(figsize=(7, 3.5))
 for feature in range(4, 8):
     kind = "sin" if feature % 2 == 0 else "cos"
     ax.plot(pe20[:, feature], label=f"feature {feature} ({kind})")
 ax.set_xlabel("position")
 ax.set_ylabel("encoding value")
 ax.set_title("PositionalEncoding(d_model=20).pe[0, :100, 4:8]")
-ax.legend(fontsize=8, loc="upper right")
+ax.legend(fontsize=10, loc="upper right")
 plt.show()
 assert pe20.shape == (100, 20)
 
@@ -699,7 +648,7 @@ assert pe20.shape == (100, 20)
 
 # %%
 pe64 = PositionalEncoding(d_model=64, dropout=0.0).pe[0, :100]
-fig, ax = plt.subplots(figsize=(8, 4))
+fig, ax = plt.subplots(figsize=(7, 4))
 image = ax.imshow(pe64, aspect="auto", cmap="RdBu", vmin=-1, vmax=1)
 ax.set_xlabel("feature")
 ax.set_ylabel("position")
@@ -717,10 +666,8 @@ assert distances.min() > 0.1
 # table is a *buffer*: it moves with the model between devices and is saved in its `state_dict`,
 # but it is not a parameter, so no optimiser ever changes it and it needs no `Variable` wrapper.
 #
-# > **Correction.** The source explains `self.pe[:, :x.size(1)]` by saying "we may only have
-# > d_model elements in the input tensor, so we only need the first d_model elements". In fact
-# > `x.size(1)` is the sequence length: the slice takes the rows for positions
-# > `0 .. seq_len - 1`, each a full `d_model`-vector.
+# `x.size(1)` is the sequence length: the slice takes the rows for positions `0 .. seq_len - 1`,
+# each a full `d_model`-vector.
 
 # %%
 pos_enc = PositionalEncoding(d_model=8, dropout=0.0, max_len=50)
@@ -730,6 +677,27 @@ print("pe is a buffer:", "pe" in dict(pos_enc.named_buffers()),
       "| a parameter:", "pe" in dict(pos_enc.named_parameters()),
       "| requires_grad:", pos_enc.pe.requires_grad)
 assert torch.equal(pos_enc(x)[1], pos_enc.pe[0, :6])
+
+# %% [markdown]
+# Code written for PyTorch before version 0.4 wraps such tables in
+# `torch.autograd.Variable(..., requires_grad=False)`. `Variable` has been a no-op since
+# then: it returns an ordinary tensor, which carries `requires_grad` itself. The package
+# never imports it:
+
+# %%
+import importlib
+import pkgutil
+
+from torch.autograd import Variable  # only to show what it does today
+
+wrapped = Variable(torch.ones(3), requires_grad=False)
+print(type(wrapped), "requires_grad =", wrapped.requires_grad)
+model_modules = [importlib.import_module(f"vanilla_transformer.model.{info.name}")
+                 for info in pkgutil.iter_modules(vanilla_transformer.model.__path__)]
+uses_variable = [m.__name__ for m in model_modules if "Variable" in inspect.getsource(m)]
+assert len(model_modules) >= 10  # masks, attention, layers, embeddings, ..., encoder_decoder
+print("package modules that use Variable:", uses_variable)
+assert type(wrapped) is torch.Tensor and uses_variable == []
 
 # %% [markdown]
 # ## `LayerNorm`
@@ -744,14 +712,12 @@ assert torch.equal(pos_enc(x)[1], pos_enc.pe[0, :6])
 show_source(LayerNorm)
 
 # %% [markdown]
-# > **Correction.** The source says the shape of `torch.ones(features)` is `(features,)` and
-# > adds "It's a scalar". In fact `features` (the integer) is a scalar; the tensor is a vector
-# > with one entry per feature, so each feature gets its own gain and bias.
+# `torch.ones(features)` is a vector with one entry per feature (the integer `features` is the
+# scalar), so each feature gets its own gain and bias.
 #
 # `nn.Parameter` marks a tensor as a learnable part of the module: it is listed by
 # `parameters()` and `named_parameters()`, it requires gradients, and it prints as
-# "Parameter containing:". Here is that inspection on the package's `LayerNorm` (the source uses
-# a throwaway model for the same point):
+# "Parameter containing:". Here is that inspection on the package's `LayerNorm`:
 
 # %%
 ln = LayerNorm(4)
@@ -777,10 +743,8 @@ except RuntimeError as err:
 assert x.mean(-1, keepdim=True).shape == (2, 3, 1)
 
 # %% [markdown]
-# > **Correction.** The source says $\epsilon$ "is used to keep the numerator from going to 0".
-# > In fact $\epsilon$ is added to the **denominator**: it keeps the division finite when a
-# > vector's features are all equal and its standard deviation is 0. A zero numerator is
-# > harmless (it just gives 0).
+# $\epsilon$ is added to the **denominator**: it keeps the division finite when a vector's
+# features are all equal and its standard deviation is 0. A zero numerator is harmless.
 
 # %%
 constant = torch.full((1, 4), 3.0)                 # all features equal: std = 0
@@ -812,26 +776,24 @@ assert torch.allclose(nn.LayerNorm(512)(x), biased, atol=1e-5)
 
 # %% [markdown]
 # `make_model(..., layer_norm="torch")` builds the model with `nn.LayerNorm` instead; the default
-# is the annotated flavour, to match the source.
+# is the Annotated Transformer's flavour.
 #
 # ## `SublayerConnection`: the residual block
 #
 # Every sublayer of every layer (self-attention, source attention, feed-forward) sits inside the
 # same wrapper: normalise, apply the sublayer, apply dropout, add the input back,
 # $x + \mathrm{Dropout}(\mathrm{Sublayer}(\mathrm{LN}(x)))$. Normalising first ("pre-norm") is
-# the source's arrangement; the paper normalises after the addition, which the package offers as
+# the Annotated Transformer's arrangement; the paper normalises after the addition, which the package offers as
 # `norm_first=False`.
 
 # %%
 show_source(SublayerConnection.forward)
 
 # %% [markdown]
-# > **Correction.** The source says the `sublayer` argument "is actually a class ... most likely
-# > the MultiHeadedAttention class", and marvels that "the parameter of a function could be a
-# > class". In fact it is no class but a *callable*: any object that can be called with one
-# > tensor. The encoder layer passes a `lambda` for the attention sublayer and the module
-# > instance `self.feed_forward` for the second sublayer. The cell records what each
-# > `SublayerConnection` of a real encoder layer receives.
+# The `sublayer` argument is a *callable*: any object that can be called with one tensor. The
+# encoder layer passes a `lambda` for the attention sublayer and the module instance
+# `self.feed_forward` for the second sublayer. The cell records what each `SublayerConnection` of
+# a real encoder layer receives.
 
 # %%
 torch.manual_seed(0)
@@ -872,12 +834,10 @@ print("captured mask is the mask we passed:", captured["mask"] is mask)
 assert captured["mask"] is mask and captured["self"] is enc_layer
 
 # %% [markdown]
-# > **Correction.** The source explains the lambda as "an output that stores the input x after
-# > self_attn", and suggests one could instead "define a variable to store the result" of the
-# > attention and pass it along. In fact the lambda stores no result: it is a function, run
-# > later by `SublayerConnection` on the **normalised** input. Computing the attention in advance
-# > would apply it to the un-normalised `x`, which is a different computation. The cell shows
-# > both: the lambda reproduces the layer's first sublayer, the precomputed variant does not.
+# The lambda stores no result: it is a function, run later by `SublayerConnection` on the
+# **normalised** input. Computing the attention in advance would apply it to the un-normalised
+# `x`, which is a different computation. The cell shows both: the lambda reproduces the layer's
+# first sublayer, the precomputed variant does not.
 
 # %%
 first = enc_layer.sublayer[0]
@@ -929,11 +889,10 @@ assert isinstance(e0.self_attn, MultiHeadedAttention)
 assert e0.self_attn is not d0.self_attn and e0.self_attn is not d0.src_attn
 
 # %% [markdown]
-# > **Correction.** The source says to initialise the weights with `nn.init.xavier_uniform(p)`.
-# > In fact that function is deprecated: current PyTorch warns and points to
-# > `nn.init.xavier_uniform_` (with the trailing underscore that marks in-place operations),
-# > which is what the package calls. The cell shows the warning and checks that every weight
-# > matrix of the built model lies within the Xavier bound $\sqrt{6/(\text{fan\_in} + \text{fan\_out})}$.
+# The initialiser is `nn.init.xavier_uniform_`, with the trailing underscore that marks in-place
+# operations; the old name without it is deprecated and warns. The cell shows the warning and
+# checks that every weight matrix of the built model lies within the Xavier bound
+# $\sqrt{6/(\text{fan\_in} + \text{fan\_out})}$.
 
 # %%
 with warnings.catch_warnings(record=True) as caught:
@@ -950,7 +909,7 @@ assert len(caught) == 1
 # %% [markdown]
 # ### The data flow through one encoder layer
 #
-# The source drew the encoder layer by hand, step by step. Here the steps are run one by one on
+# Here the steps of one encoder layer are run one by one on
 # a real layer of the small model (in evaluation mode, so dropout is the identity), checked
 # against the layer's own output, and drawn with the shapes measured along the way. The
 # feed-forward network widens to `d_ff = 64` inside its box and narrows back.
@@ -994,11 +953,11 @@ def draw_flow(ax, title, boxes, skips, side=None):
         y = ys[i]
         ax.add_patch(FancyBboxPatch((-1.5, y - 0.32), 3.0, 0.64, boxstyle="round,pad=0.03",
                                     fc=BOX_COLOURS[kind], ec="black", lw=0.8))
-        ax.text(0, y, label, ha="center", va="center", fontsize=8)
+        ax.text(0, y, label, ha="center", va="center", fontsize=10)
         if i + 1 < len(boxes):
             ax.annotate("", xy=(0, ys[i + 1] + 0.35), xytext=(0, y - 0.35),
                         arrowprops=dict(arrowstyle="->", lw=0.8))
-            ax.text(0.08, y - 0.55, out_shape, fontsize=7, va="center", color="#555555")
+            ax.text(0.08, y - 0.55, out_shape, fontsize=10, va="center", color="#555555")
     for k, (start, end) in enumerate(skips):
         xs = -1.9 - 0.25 * k
         y_from = ys[start] - 0.55
@@ -1006,12 +965,12 @@ def draw_flow(ax, title, boxes, skips, side=None):
         ax.annotate("", xy=(-1.5, ys[end]), xytext=(xs, ys[end]),
                     arrowprops=dict(arrowstyle="->", color="#15803d", lw=1))
     for i, label in side.items():
-        ax.annotate(label, xy=(1.5, ys[i]), xytext=(2.0, ys[i]), fontsize=7, va="center",
+        ax.annotate(label, xy=(1.5, ys[i]), xytext=(2.0, ys[i]), fontsize=10, va="center",
                     arrowprops=dict(arrowstyle="->", color="#7c3aed", lw=1), color="#7c3aed")
     ax.set_xlim(-2.8, 4.4)
     ax.set_ylim(ys[-1] - 0.6, 0.6)
     ax.axis("off")
-    ax.set_title(title, fontsize=9)
+    ax.set_title(title, fontsize=10)
 
 
 enc_boxes = [
@@ -1084,11 +1043,10 @@ show_source(DecoderLayer.forward)
 # `tgt_len` queries gets a weight for each of the `src_len` source positions. `tgt_mask` stops
 # each target position from looking ahead; `src_mask` hides the source padding.
 #
-# > **Correction.** The source says the decoder's lambda "takes (x, m, m, src_mask) as its
-# > parameters". In fact `lambda x: self.src_attn(x, m, m, src_mask)` takes exactly one
-# > parameter, `x`; `m` and `src_mask` are captured from `forward` (with `self`, and in the
-# > package also the decoding cache `src_cache`), just as `mask` was in the encoder layer. That is
-# > why `SublayerConnection` can call it with one tensor.
+# `lambda x: self.src_attn(x, m, m, src_mask)` takes exactly one parameter, `x`; `m` and
+# `src_mask` are captured from `forward` (with `self`, and in the package also the decoding cache
+# `src_cache`), just as `mask` was in the encoder layer. That is why `SublayerConnection` can call
+# it with one tensor.
 
 # %%
 dec_layer = small.decoder.layers[0]
@@ -1112,8 +1070,7 @@ assert src_lambda.__code__.co_argcount == 1
 assert dec_layer.src_attn.attn.shape == (2, 4, tgt.size(1), src.size(1))
 
 # %% [markdown]
-# The decoder layer's data flow, drawn the same way as the encoder's, replaces the source's last
-# picture. The violet arrow is `memory`, which enters the middle block as key and value.
+# The decoder layer's data flow, drawn the same way as the encoder's. The violet arrow is `memory`, which enters the middle block as key and value.
 
 # %%
 dec_boxes = [
@@ -1171,10 +1128,8 @@ print(table(ids))
 assert torch.equal(table(ids), table.weight[ids])
 
 # %% [markdown]
-# > **Correction.** The source says the index tensor "is constrained to be a one-dimensional
-# > vector" and the result has shape `(a, d_model)`. In fact `nn.Embedding` accepts integer
-# > tensors of any shape and appends a `d_model` axis: the model passes `(batch, seq_len)` ids and
-# > gets `(batch, seq_len, d_model)` vectors.
+# `nn.Embedding` accepts integer tensors of any shape and appends a `d_model` axis: the model
+# passes `(batch, seq_len)` ids and gets `(batch, seq_len, d_model)` vectors.
 
 # %%
 ids_2d = torch.tensor([[1, 2, 3], [4, 5, 6]])
@@ -1188,10 +1143,9 @@ assert table(ids_2d).shape == (2, 3, 5)
 show_source(Embeddings.forward)
 
 # %% [markdown]
-# > **Correction.** The source says the embeddings are multiplied by "a scaling factor
-# > $\frac{1}{\sqrt{d_k}}$". In fact they are multiplied by $\sqrt{d_{model}}$: the factor is
-# > larger than 1 and uses the model width, not the head size. (The $1/\sqrt{d_k}$ factor belongs
-# > to the attention scores.) With `d_model = 512` the factor is about 22.6, not 1/8:
+# The embeddings are multiplied by $\sqrt{d_{model}}$: a factor larger than 1 that uses the model
+# width, not the head size (the $1/\sqrt{d_k}$ factor belongs to the attention scores). With
+# `d_model = 512` the factor is:
 
 # %%
 torch.manual_seed(0)
@@ -1213,10 +1167,9 @@ assert abs(factor - math.sqrt(512)) < 1e-3
 show_source(Generator.forward)
 
 # %% [markdown]
-# > **Correction.** The source says the decoder's output, the generator's input, has shape
-# > "(nbatches, vocab, d_model)". In fact it is `(batch, seq_len, d_model)`: one vector per target
-# > position. The vocabulary appears only in the generator's *output*,
-# > `(batch, seq_len, vocab)`. Here the target has 4 positions and the vocabulary 11 tokens:
+# The decoder's output, the generator's input, has shape `(batch, seq_len, d_model)`: one vector
+# per target position. The vocabulary appears only in the generator's *output*,
+# `(batch, seq_len, vocab)`. Here the target has 4 positions and the vocabulary 11 tokens:
 
 # %%
 with torch.no_grad():
@@ -1240,21 +1193,18 @@ show_source(EncoderDecoder.decode)
 print(small.src_embed)
 
 # %% [markdown]
-# > **Correction.** The source calls the two extra methods "encoder and decoder" and says "the
-# > function 'decoder' will take 'source' and 'the mask of source'". In fact the methods are
-# > `encode` and `decode` (the attributes `encoder` and `decoder` are the stacks), and it is
-# > `encode` that takes the source and its mask. The methods exist because inference needs them
-# > separately: greedy decoding encodes the source once and then calls `decode` once per
-# > generated token, reusing the same `memory`.
+# Besides `forward`, the model has two methods, `encode` (source and source mask to `memory`) and
+# `decode` (`memory`, source mask, target and target mask to decoder states); the attributes
+# `encoder` and `decoder` are the stacks. Inference needs the two methods separately: greedy
+# decoding encodes the source once and then calls `decode` once per generated token, reusing the
+# same `memory`.
 #
-# > **Correction.** The source describes `src_vocab` as "the number of words in the input
-# > sequence". In fact it is the size of the source *vocabulary*, the number of rows of the
-# > embedding table; the sequence length is not fixed by the model at all (up to `max_len`).
+# `src_vocab` is the size of the source *vocabulary*, the number of rows of the embedding table;
+# the model does not fix the sequence length at all (up to `max_len`).
 #
-# > **Correction.** The source says the role of `EncoderDecoder` is "to generate a table
-# > containing the possibility distribution of the next word". In fact `forward` stops at the
-# > decoder's output vectors `(batch, tgt_len, d_model)`; the generator is stored on the model but
-# > applied separately (by the loss computation in training, or by the decoding loop).
+# `forward` stops at the decoder's output vectors `(batch, tgt_len, d_model)`; the generator is
+# stored on the model but applied separately (by the loss computation in training, or by the
+# decoding loop).
 
 # %%
 with torch.no_grad():
@@ -1286,19 +1236,22 @@ rows = {
     "decoder.layers[0].src_attn": small.decoder.layers[0].src_attn.attn[0],
 }
 src_labels, tgt_labels = [str(t) for t in src[0].tolist()], [str(t) for t in tgt[0].tolist()]
-fig, axes = plt.subplots(3, small.config.h, figsize=(11, 8.5))
+short = {"encoder.layers[0].self_attn": "encoder self-attn",
+         "decoder.layers[0].self_attn": "decoder self-attn",
+         "decoder.layers[0].src_attn": "decoder src-attn"}
+fig, axes = plt.subplots(3, small.config.h, figsize=(7.5, 7))
 for r, (name, weights) in enumerate(rows.items()):
     keys = tgt_labels if "decoder.layers[0].self" in name else src_labels
     queries = src_labels if name.startswith("encoder") else tgt_labels
     for head in range(small.config.h):
         ax = axes[r, head]
         ax.imshow(weights[head], cmap="viridis", vmin=0, vmax=weights.max().item())
-        ax.set_xticks(range(len(keys)), keys, fontsize=7)
-        ax.set_yticks(range(len(queries)), queries, fontsize=7)
-        ax.set_title(f"{name}\nhead {head}" if head == 0 else f"head {head}", fontsize=8,
-                     loc="left")
-fig.supxlabel("key (token id)", fontsize=9)
-fig.supylabel("query (token id)", fontsize=9)
+        ax.set_xticks(range(len(keys)), keys, fontsize=10)
+        ax.set_yticks(range(len(queries)), queries, fontsize=10)
+        ax.set_title(f"head {head}", fontsize=10)
+        if head == 0:
+            ax.set_ylabel(short[name], fontsize=11)
+fig.supxlabel("key (token id); rows: query (token id)", fontsize=11)
 fig.tight_layout()
 plt.show()
 assert torch.all(rows["encoder.layers[0].self_attn"][..., 5:] == 0)
@@ -1307,33 +1260,40 @@ assert torch.equal(rows["decoder.layers[0].self_attn"] > 0,
                    subsequent_mask(tgt.size(1)).expand(small.config.h, -1, -1))
 
 # %% [markdown]
-# ## Summary of the corrections
+# ## Errata
 #
-# | the source says | in fact |
-# | --- | --- |
-# | `Variable(...)` is needed around tensors | `Variable` returns a plain tensor; not needed |
-# | the mask stores the positions to mask | it marks the positions that **may** be attended |
-# | `linears` are four stacked layers | three run side by side on q, k, v; the fourth after the heads are joined |
-# | any `d_model`, `h` (7 // 3 = 2) | `d_model` must be divisible by `h` |
-# | `query` in `forward` is 4-D | it is `(batch, seq_len, d_model)`; 4-D only after the split |
-# | zip pairs: linear2 with value, linear3 with key | `linears[1]` with key, `linears[2]` with value |
-# | shapes "(nbatches, length of the words, number of words, …)" | `(batch, seq_len, h, d_k)` → `(batch, h, seq_len, d_k)` |
-# | `x` is the attention score | scores are $QK^\top/\sqrt{d_k}$; `x` is the weighted sum of values |
-# | the feed-forward network is pre-trained, for the decoder | trained with the model, in every encoder and decoder layer |
-# | positions are 1..max_len | 0..max_len − 1 |
-# | `div_term` has shape `(d_model,)` | `(d_model/2,)` |
-# | a pair of parentheses is missing in `div_term` | none is missing |
-# | `position * div_term` is a dot product | an element-wise (outer) product under broadcasting |
-# | `pe[:, :x.size(1)]` takes the first d_model elements | it takes the first `seq_len` positions |
-# | `a_2`'s shape is a scalar | a vector of length `features` |
-# | $\epsilon$ protects the numerator | it protects the denominator |
-# | the `sublayer` argument is a class | it is a callable: a lambda or a module instance |
-# | the lambda stores the attention output | it is a function run later on `LN(x)` |
-# | the decoder's lambda takes (x, m, m, src_mask) | it takes `x` only; the rest is captured |
-# | `nn.init.xavier_uniform` | deprecated; `nn.init.xavier_uniform_` |
-# | `nn.Embedding` takes a 1-D index vector | any shape of integer tensor |
-# | embeddings are scaled by $1/\sqrt{d_k}$ | by $\sqrt{d_{model}}$ |
-# | the generator's input is (nbatches, vocab, d_model) | `(batch, seq_len, d_model)` |
-# | the methods are "encoder" and "decoder"; "decoder" takes the source | `encode` takes the source, `decode` the target |
-# | `src_vocab` is the number of words in the input sequence | the source vocabulary size |
-# | `EncoderDecoder` outputs a probability table | it outputs decoder states; the generator is separate |
+# <details><summary>Errata</summary>
+#
+# The notebook this page follows makes these mistakes. Each row links to the section whose
+# cell checks the correct statement.
+#
+# | the notebook says | in fact | checked in |
+# | --- | --- | --- |
+# | `Variable(...)` is needed around tensors | `Variable` returns a plain tensor; it is not needed | [the forward pass](#the-forward-pass) |
+# | the mask stores the positions to mask | it marks the positions that **may** be attended | [what the mask means](#what-the-mask-means) |
+# | `linears` are four stacked layers | three run side by side on q, k, v; the fourth after the heads are joined | [`MultiHeadedAttention`](#multiheadedattention) |
+# | any `d_model`, `h` will do (7 // 3 = 2) | `d_model` must be divisible by `h` | [`MultiHeadedAttention`](#multiheadedattention) |
+# | `query` in `forward` is 4-D | it is `(batch, seq_len, d_model)`; 4-D only after the split | [`MultiHeadedAttention`](#multiheadedattention) |
+# | zip pairs linear 2 with value, linear 3 with key | `linears[1]` with key, `linears[2]` with value | [`zip`](#zip-which-linear-map-projects-which-input) |
+# | after `view`: "(nbatches, length of the words, number of words, length of the embedding)" | `(batch, seq_len, h, d_k)`, then `(batch, h, seq_len, d_k)` after `transpose` | [splitting into heads](#splitting-into-heads-view-then-transpose) |
+# | `x` is "the attention score" | scores are $QK^\top/\sqrt{d_k}$; `x` is the weighted sum of values | [attention per head](#attention-per-head-and-the-masks-extra-axis) |
+# | the feed-forward network is "pre-trained", for the decoder | trained with the model, in every encoder and decoder layer | [`PositionwiseFeedForward`](#positionwisefeedforward) |
+# | positions are 1 .. max_len | 0 .. max_len − 1 | [`PositionalEncoding`](#positionalencoding) |
+# | `div_term` has shape `(d_model,)` | `(d_model/2,)` | [`div_term`](#div_term) |
+# | a pair of parentheses is missing in `div_term` | none is missing | [`div_term`](#div_term) |
+# | `position * div_term` is a dot product | an element-wise (outer) product under broadcasting | [`div_term`](#div_term) |
+# | `pe[:, :x.size(1)]` takes the first d_model elements | it takes the first `seq_len` positions | [the forward pass](#the-forward-pass) |
+# | `a_2 = torch.ones(features)` is a scalar | a vector of length `features` | [`LayerNorm`](#layernorm) |
+# | $\epsilon$ keeps the numerator from 0 | it keeps the denominator from 0 | [`LayerNorm`](#layernorm) |
+# | the `sublayer` argument is a class | it is a callable: a lambda or a module instance | [`SublayerConnection`](#sublayerconnection-the-residual-block) |
+# | the lambda stores the attention output | it is a function, run later on `LN(x)` | [the lambda trick](#the-lambda-trick) |
+# | initialise with `nn.init.xavier_uniform` | deprecated; the package calls `nn.init.xavier_uniform_` | [`make_model`](#make_model-where-self_attn-comes-from) |
+# | the decoder's lambda takes (x, m, m, src_mask) | it takes `x` only; the rest is captured | [`DecoderLayer`](#decoderlayer) |
+# | `nn.Embedding` takes a 1-D index vector | any shape of integer tensor | [`Embeddings`](#embeddings) |
+# | embeddings are scaled by $1/\sqrt{d_k}$ | by $\sqrt{d_{model}}$ | [`Embeddings`](#embeddings) |
+# | the generator's input is (nbatches, vocab, d_model) | `(batch, seq_len, d_model)` | [`Generator`](#generator) |
+# | the methods are "encoder" and "decoder"; "decoder" takes the source | `encode` takes the source, `decode` the target | [`EncoderDecoder`](#encoderdecoder) |
+# | `src_vocab` is the number of words in the input sequence | the source vocabulary size | [`EncoderDecoder`](#encoderdecoder) |
+# | `EncoderDecoder` outputs a probability table | it outputs decoder states; the generator is separate | [`EncoderDecoder`](#encoderdecoder) |
+#
+# </details>

@@ -17,8 +17,8 @@
 #
 # PyTorch ships its own Transformer: `nn.MultiheadAttention`, `nn.TransformerEncoderLayer`,
 # `nn.TransformerEncoder`, the decoder counterparts, and `nn.Transformer`, which assembles them.
-# This page follows a notebook that explores those modules and, above all, their masks, section
-# by section: `attn_mask`, `key_padding_mask`, their combination, the encoder, the decoder,
+# This page follows, section by section, a notebook that explores those modules and, above all,
+# their masks (an untitled notebook built on the code of `torch/nn/modules/transformer.py`): `attn_mask`, `key_padding_mask`, their combination, the encoder, the decoder,
 # `memory_mask`, `nn.Transformer`, and an appendix with a translation-style model and one
 # training step.
 #
@@ -92,7 +92,7 @@ print(torch.__version__)
 #
 # `forward(query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
 # average_attn_weights=True)` returns the attention output and, by default, the attention weights
-# averaged over the heads. The source uses `embed_dim=5, num_heads=1`; we use 8 features and 2
+# averaged over the heads. The notebook uses `embed_dim=5, num_heads=1`; we use 8 features and 2
 # heads so that the split into heads is exercised (the package needs `d_model` divisible by `h`,
 # and so does PyTorch). Dropout is 0 everywhere on this page, so every number is reproducible.
 
@@ -119,11 +119,10 @@ assert torch.allclose(ours.attn.mean(dim=1), attn_output_weights, atol=1e-6)
 print(ours.attn.shape, "->", attn_output_weights.shape)
 
 # %% [markdown]
-# > **Correction.** The source multiplies the weights by the input, `attn_output_weights.bmm(x)`,
-# > and wonders (`#??`) how that relates to the output. In fact it does not give the output: the
-# > weights multiply the **values**, which are the input projected by $W^V$ (the last third of
-# > `in_proj_weight`) and split into heads, and the concatenated heads then go through `out_proj`.
-# > The cell below rebuilds the output that way, and shows that `weights @ x` is something else.
+# The weights multiply the **values**, not the input: the values are the input projected by $W^V$
+# (the last third of `in_proj_weight`) and split into heads, and the concatenated heads then go
+# through `out_proj`. The cell below rebuilds the output that way, and shows that `weights @ x` is
+# something else.
 
 # %%
 W_q, W_k, W_v = mha.in_proj_weight.chunk(3)
@@ -149,13 +148,13 @@ print("weights @ x equals the output:", torch.allclose(attn_output_weights.bmm(x
 # `(N * num_heads, L, S)`, one mask per item and head. A bool mask blocks where it is `True`; a
 # float mask is **added** to the scores, so `-inf` blocks and `0` leaves a score alone.
 #
-# The source builds its "no peeking ahead" mask with a helper that takes two sizes. Here is the
+# The notebook builds its "no peeking ahead" mask with a helper that takes two sizes. Here is the
 # same construction, written out: a triangle of ones of shape `(src_sz, tgt_sz)`, transposed, then
 # turned into `0` / `-inf`.
 
 # %%
 def source_subsequent_mask(tgt_sz, src_sz):
-    """The source's helper: upper triangle of ones(src_sz, tgt_sz), transposed, as 0 / -inf."""
+    """The notebook's helper: upper triangle of ones(src_sz, tgt_sz), transposed, as 0 / -inf."""
     allowed = (torch.triu(torch.ones(src_sz, tgt_sz)) == 1).transpose(0, 1)
     return torch.zeros(allowed.shape).masked_fill(~allowed, float("-inf"))
 
@@ -172,7 +171,7 @@ assert torch.equal(attn_mask_to_keep(attn_mask), subsequent_mask(4))
 # converted. (What it does with two *different* sizes is
 # the subject of section 1.4 B.)
 #
-# The source then turns the float mask into a bool one with `.bool()`. That happens to be right:
+# The notebook then turns the float mask into a bool one with `.bool()`. That happens to be right:
 # `-inf` becomes `True` (blocked) and `0` becomes `False`. The same call on a package keep-mask
 # would *not* convert it, since a keep-mask is already bool with the opposite meaning; that is
 # what `keep_to_attn_mask` is for.
@@ -210,7 +209,7 @@ assert torch.allclose(ours.attn.mean(dim=1), attn_output_weights, atol=1e-6)
 #
 # PyTorch's `key_padding_mask` has shape `(batch, S)` and is `True` at padding. The package builds
 # a keep-mask of shape `(batch, 1, S)` from the token ids with `padding_mask`, and
-# `keep_to_key_padding_mask` turns it into PyTorch's form, which is exactly the mask the source
+# `keep_to_key_padding_mask` turns it into PyTorch's form, which is exactly the mask the notebook
 # types by hand.
 
 # %%
@@ -338,11 +337,11 @@ print("the other rows agree")
 # ## 1.2 `nn.TransformerEncoderLayer`
 #
 # An encoder layer is self-attention followed by the feed-forward network, each wrapped in a
-# residual connection with LayerNorm and dropout. The source quotes an old version of its code; the
+# residual connection with LayerNorm and dropout. The notebook quotes an old version of its code; the
 # current one adds `batch_first`, `norm_first` (pre-norm, default `False`: the paper's post-norm)
 # and `bias`. Its `forward(src, src_mask=None, src_key_padding_mask=None, is_causal=False)` passes
 # `src_mask` to the attention as `attn_mask` and `src_key_padding_mask` as `key_padding_mask`, as
-# the source says.
+# the notebook says.
 #
 # The package's `EncoderLayer` with `norm_first=False` and `layer_norm="torch"` (PyTorch's
 # LayerNorm, biased variance, eps 1e-5) is the same layer. The parameters have different names:
@@ -363,9 +362,9 @@ print("torch:  ", [name for name, _ in encoder_layer.named_parameters()])
 print("package:", [name for name, _ in ours_layer.named_parameters()])
 
 # %% [markdown]
-# > **Correction.** The source builds its layers with the default `dropout=0.1` and prints outputs
-# > in training mode, so its numbers change from run to run. With `dropout=0.0` (or after
-# > `.eval()`) the output is deterministic, which is what lets us compare.
+# The layers below use `dropout=0.0`: with the default `dropout=0.1` in training mode the outputs
+# change from run to run. With `dropout=0.0` (or after `.eval()`) the output is deterministic, which
+# is what lets us compare.
 
 # %%
 src = torch.randn(1, 4, d_model)
@@ -385,7 +384,7 @@ print(out)
 # times and runs the copies in turn, then applies `norm` if one is given. Two things follow from
 # the deep copy: the copies start with **identical** weights (the package's `Encoder` copies the
 # same way; `nn.Transformer` and `make_model` re-initialise every matrix after copying), and the
-# source's `transformer_encoder` has **no final LayerNorm** (its `norm` is `None`). The package's
+# notebook's `transformer_encoder` has **no final LayerNorm** (its `norm` is `None`). The package's
 # `Encoder(layer, N, final_norm=False)` matches it.
 
 # %%
@@ -479,17 +478,15 @@ print(tgt_keep[0].int())
 #
 # In the second attention the queries come from the target and the keys from the memory, so
 # `memory_mask` has shape `(tgt_len, src_len)` and `memory_key_padding_mask` `(batch, src_len)`,
-# the source's padding.
+# the source padding.
 #
-# > **Correction.** The source passes `generate_subsequent_mask(6, 4)` as `memory_mask`, as if
-# > the "no peeking ahead" idea carried over from target to source. What the helper builds is a
-# > triangle of ones of shape `(src_sz, tgt_sz) = (4, 6)`, transposed: the result has shape
-# > `(tgt_sz, src_sz)` and lets **target position `t` see source positions `0..t`** (all of them
-# > once `t >= src_sz - 1`). That ties position `t` of the target to position `t` of the source,
-# > which means nothing in translation, where the positions of the two sentences do not
-# > correspond. With fewer target than source positions, the last source positions are never
-# > seen at all. This is why `memory_mask` is left as `None` in practice, as the source itself
-# > concludes.
+# What does `generate_subsequent_mask(6, 4)` mean as a `memory_mask`? The helper builds a triangle
+# of ones of shape `(src_sz, tgt_sz) = (4, 6)` and transposes it: the result has shape
+# `(tgt_sz, src_sz)` and lets **target position `t` see source positions `0..t`** (all of them
+# once `t >= src_sz - 1`). That ties position `t` of the target to position `t` of the source,
+# which means nothing in translation, where the positions of the two sentences do not correspond;
+# with fewer target than source positions, the last source positions are never seen at all. This is
+# why `memory_mask` is left as `None` in practice.
 
 # %%
 memory_mask = source_subsequent_mask(6, 4)
@@ -505,7 +502,7 @@ assert torch.isinf(short[:, 2:]).all()  # source positions 2 and 3 are never vis
 # The package's decoder receives one keep-mask for its source attention, of shape
 # `(batch or 1, tgt_len or 1, src_len)`; normally that is the source padding mask `(batch, 1, S)`,
 # the same one the encoder uses. A `(tgt_len, src_len)` memory mask converts like any `attn_mask`.
-# The source's attention example, with the memory mask and the source padding:
+# The notebook's attention example, with the memory mask and the source padding:
 
 # %%
 cross = nn.MultiheadAttention(d_model, nhead, dropout=0.0, batch_first=True)
@@ -553,13 +550,13 @@ print(out.shape)
 # %% [markdown]
 # ## 1.6 `nn.Transformer`
 #
-# `nn.Transformer` builds an encoder and a decoder from these layers. The source quotes its
+# `nn.Transformer` builds an encoder and a decoder from these layers. The notebook quotes its
 # docstring with sequence-first shapes `(S, N, E)`: that is the default, `batch_first=False`. All of
-# the source's examples (and the package) use `batch_first=True`, `(N, S, E)`.
+# the notebook's examples (and the package) use `batch_first=True`, `(N, S, E)`.
 #
-# > **Correction.** The source creates `nn.Transformer(d_model=5, nhead=1, num_encoder_layers=1,
-# > batch_first=True)` as a one-layer model. In fact only the encoder has one layer: the decoder
-# > keeps the default `num_decoder_layers=6`, and `dim_feedforward` keeps its default of 2048.
+# `nn.Transformer(d_model=5, nhead=1, num_encoder_layers=1, batch_first=True)` is not a one-layer
+# model: only the encoder has one layer. The decoder keeps the default `num_decoder_layers=6`, and
+# `dim_feedforward` keeps its default of 2048.
 
 # %%
 with warnings.catch_warnings():
@@ -596,7 +593,7 @@ print(output.shape)
 
 # %% [markdown]
 # `forward_with_torch_masks` takes `nn.Transformer.forward`'s arguments and PyTorch's masks, and
-# runs the package's encoder and decoder stacks with the converted masks. With all of the source's
+# runs the package's encoder and decoder stacks with the converted masks. With all of the notebook's
 # masks:
 
 # %%
@@ -701,7 +698,7 @@ print("batch_first=False: same weights, same outputs once transposed")
 # %% [markdown]
 # ## Appendix: a translation model, its masks, and a training step
 #
-# The source ends with PyTorch's translation tutorial: a `Seq2SeqTransformer` (token embeddings,
+# The notebook ends with PyTorch's translation tutorial: a `Seq2SeqTransformer` (token embeddings,
 # positional encoding, `nn.Transformer`, a linear generator), a `create_mask` helper, and a
 # training loop over the Multi30k translation corpus.
 #
@@ -734,11 +731,10 @@ print(batch.tgt_y)  # what to predict: reversed words + EOS, padded
 # The tutorial's model, written batch-first. Its positional encoding computes the same sinusoid
 # table as the package's `sinusoid_table` (checked below), so we use that.
 #
-# > **Correction.** The tutorial's model is sequence-first (`nn.Transformer`'s default), and its
-# > `PositionalEncoding` adds `pos_embedding[:x.size(0)]`, a table of shape `(max_len, 1, E)`.
-# > Copied into batch-first code, as the rest of the source uses, that line would not fail: it
-# > would silently add the encoding of position `n` to every token of batch item `n`. The class
-# > below slices the sequence axis, `x.size(1)`.
+# The tutorial's model is sequence-first (`nn.Transformer`'s default), and its `PositionalEncoding`
+# adds `pos_embedding[:x.size(0)]`, a table of shape `(max_len, 1, E)`. Copied into batch-first
+# code, that line would not fail: it would silently add the encoding of position `n` to every token
+# of batch item `n`. The class below slices the sequence axis, `x.size(1)`.
 
 # %%
 def tutorial_table(max_len, emb_size):
@@ -802,11 +798,11 @@ print(sum(p.numel() for p in s2s.parameters()), "parameters")
 # The tutorial's `create_mask(src, tgt)` returns four masks: an all-`False` `src_mask` (it blocks
 # nothing, so `None` does the same), a causal `tgt_mask`, and the source and target padding masks.
 # Its training step passes the source padding mask a second time as `memory_key_padding_mask`, and
-# `None` as `memory_mask`, which is the source's conclusion.
+# `None` as `memory_mask`.
 #
-# > **Correction.** The tutorial's `tgt_mask` is a float `0 / -inf` mask while its padding masks
-# > are bool. Current PyTorch deprecates that mix and warns on every forward pass (shown below).
-# > A bool causal mask means the same thing and keeps the two kinds equal.
+# The tutorial's `tgt_mask` is a float `0 / -inf` mask while its padding masks are bool. Current
+# PyTorch deprecates that mix and warns on every forward pass (shown below). A bool causal mask
+# means the same thing and keeps the two kinds equal.
 #
 # The batch-first version below uses a bool causal mask, and returns exactly what the package's
 # `batch_masks_to_torch` reads out of a `Batch`.
@@ -861,13 +857,12 @@ assert torch.allclose(log_probs, logits.log_softmax(dim=-1), atol=1e-5)
 print(log_probs.shape, (log_probs - logits.log_softmax(-1)).abs().max())
 
 # %% [markdown]
-# > **Correction.** The tutorial's `encode` and `decode` pass no padding masks: `encode` gives the
-# > encoder no `src_key_padding_mask`, and `decode` calls the decoder without
-# > `memory_key_padding_mask`. For a single sentence, which has no padding, that is harmless; on a
-# > padded batch the short sentences attend to the padding of the source. The package's
-# > `greedy_decode` passes the source mask to every decoding step. The cell shows the difference
-# > for the shortest sentence of the batch: run alone, and inside the padded batch with and
-# > without the padding masks.
+# The tutorial's `encode` and `decode` pass no padding masks: `encode` gives the encoder no
+# `src_key_padding_mask`, and `decode` calls the decoder without `memory_key_padding_mask`. For a
+# single sentence, which has no padding, that is harmless; on a padded batch the short sentences
+# attend to the padding of the source. The package's `greedy_decode` passes the source mask to
+# every decoding step. The cell shows the difference for the shortest sentence of the batch: run
+# alone, and inside the padded batch with and without the padding masks.
 
 # %%
 shortest = int((batch.src != PAD).sum(1).argmin())
@@ -973,5 +968,25 @@ assert correct > len(decoded) // 2
 # - With `layer_norm="torch"`, the same `norm_first`, and `final_norm=True` (because
 #   `nn.Transformer` always normalises after each stack), a package model and an `nn.Transformer`
 #   compute the same function; `load_from_torch` and `to_torch` move the weights either way.
-# - The source's two-size subsequent mask aligns target position `t` with source position `t`; the
+# - The notebook's two-size subsequent mask aligns target position `t` with source position `t`; the
 #   memory mask used in practice is `None`, with the source padding as `memory_key_padding_mask`.
+
+# %% [markdown]
+# ## Errata
+#
+# <details><summary>Errata</summary>
+#
+# Where the notebook this page follows goes wrong, and the section whose cell checks the correct
+# statement:
+#
+# | the notebook | in fact | checked in |
+# | --- | --- | --- |
+# | multiplies the weights by the input, `attn_output_weights.bmm(x)`, and wonders how that relates to the output | the weights multiply the values ($W^V$-projected, split into heads); `out_proj` follows | [core usage](#a-core-usage) |
+# | prints layer outputs in training mode with `dropout=0.1` | those numbers change from run to run; `dropout=0.0` or `.eval()` makes them comparable | [`nn.TransformerEncoderLayer`](#12-nntransformerencoderlayer) |
+# | passes `generate_subsequent_mask(6, 4)` as `memory_mask`, as if "no peeking ahead" carried over to the source | the `(tgt_sz, src_sz)` result lets target position `t` see source positions `0..t`, a meaningless alignment in translation; `memory_mask` stays `None` | [`memory_mask`](#b-memory_mask-and-memory_key_padding_mask) |
+# | calls `nn.Transformer(d_model=5, nhead=1, num_encoder_layers=1)` a one-layer model | the decoder keeps 6 layers and `dim_feedforward` 2048 | [`nn.Transformer`](#16-nntransformer) |
+# | copies the sequence-first tutorial's `pos_embedding[:x.size(0)]` | in batch-first code it silently adds position `n`'s encoding to batch item `n`; slice `x.size(1)` | [the appendix](#appendix-a-translation-model-its-masks-and-a-training-step) |
+# | mixes a float `0 / -inf` `tgt_mask` with bool padding masks | current PyTorch warns on every forward pass; a bool causal mask means the same | [`create_mask`](#create_mask) |
+# | decodes without padding masks in `encode` and `decode` | harmless for one sentence, wrong on a padded batch | [the same model in the package](#the-same-model-in-the-package) |
+#
+# </details>

@@ -16,18 +16,26 @@ from vanilla_transformer.data.numbers import (
 
 def test_splits_are_disjoint_and_seeded():
     sizes = {"train": 500, "valid": 50, "test": 50}
-    a = split_numbers(sizes, limit=1000, seed=3)
+    a = split_numbers(sizes, limit=1000, seed=3, always_first=0)
     assert {k: len(v) for k, v in a.items()} == sizes
     assert not set(a["train"]) & set(a["test"])
     assert not set(a["train"]) & set(a["valid"])
     assert not set(a["valid"]) & set(a["test"])
-    assert a == split_numbers(sizes, limit=1000, seed=3)
-    assert a != split_numbers(sizes, limit=1000, seed=4)
+    assert a == split_numbers(sizes, limit=1000, seed=3, always_first=0)
+    assert a != split_numbers(sizes, limit=1000, seed=4, always_first=0)
+
+
+def test_small_numbers_are_all_in_training():
+    s = split_numbers({"train": 1500, "valid": 100, "test": 100}, limit=10**6, seed=0)
+    assert set(range(1000)) <= set(s["train"]) and len(set(s["train"])) == 1500
+    assert min(s["test"]) >= 1000 and not set(s["test"]) & set(s["train"])
+    with pytest.raises(ValueError, match="at least the 1000"):
+        split_numbers({"train": 10, "test": 5}, limit=10**6)
 
 
 def test_splits_need_enough_numbers():
     with pytest.raises(ValueError, match="distinct numbers"):
-        split_numbers({"train": 8, "test": 3}, limit=10)
+        split_numbers({"train": 8, "test": 3}, limit=10, always_first=0)
 
 
 @pytest.mark.parametrize("lang", ["de", "fr"])
@@ -44,7 +52,7 @@ def test_unknown_language():
 
 
 def test_tsv_round_trip(tmp_path):
-    corpus = number_corpus("de", {"train": 20}, limit=10**6, seed=0)
+    corpus = number_corpus("de", {"train": 20}, limit=10**6, seed=0, always_first=0)
     path = write_tsv(tmp_path / "train.tsv", corpus["train"])
     assert read_tsv(path) == corpus["train"]
     assert path.read_text(encoding="utf-8").count("\n") == 20

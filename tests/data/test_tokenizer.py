@@ -18,8 +18,8 @@ from vanilla_transformer.data.tokenizer import (
 
 @pytest.fixture(scope="module")
 def corpus():
-    de = number_corpus("de", {"train": 300, "test": 50}, limit=10**6, seed=1)
-    fr = number_corpus("fr", {"train": 300, "test": 50}, limit=10**6, seed=2)
+    de = number_corpus("de", {"train": 300, "test": 50}, limit=10**6, seed=1, always_first=0)
+    fr = number_corpus("fr", {"train": 300, "test": 50}, limit=10**6, seed=2, always_first=0)
     return de, fr
 
 

@@ -67,13 +67,17 @@ def test_no_package_class_or_function_is_redefined(notebook):
     assert defined & exported == set()
 
 
-def test_corrections_are_stated_plainly(notebook):
+def test_the_notebook_s_mistakes_are_gathered_in_one_errata_box(notebook):
     prose = "\n".join(cell.source for cell in notebook.cells if cell.cell_type == "markdown")
-    corrections = prose.split("**Correction.**")[1:]
-    assert len(corrections) >= 20
-    for text in corrections:
-        flat = " ".join(line.lstrip("> ") for line in text.splitlines())
-        assert flat.lstrip().startswith("The source") and "In fact" in flat, flat[:80]
+    assert "**Correction.**" not in prose  # the body teaches; the errata live at the end
+    errata = [cell.source for cell in notebook.cells
+              if cell.cell_type == "markdown" and "<summary>Errata</summary>" in cell.source]
+    assert len(errata) == 1 and notebook.cells[-1].source == errata[0]
+    rows = [line for line in errata[0].splitlines() if line.startswith("| ")][2:]
+    assert len(rows) >= 20
+    for row in rows:  # what the notebook says | in fact | a link to the cell that checks it
+        said, fact, where = (c.strip() for c in row.strip("|").split(" | "))
+        assert said and fact and where.startswith("[") and "](#" in where, row
     for fixed in ("sqrt{d_{model}}", "(batch, seq_len, d_model)", "xavier_uniform_",
-                  "(batch, seq_len, h, d_k)", "`(linears[1], key)`"):
+                  "(batch, seq_len, h, d_k)"):
         assert fixed in prose, fixed

@@ -8,7 +8,7 @@ import torch
 
 from vanilla_transformer import make_model
 from vanilla_transformer.data.tokenizer import train_tokenizer
-from vanilla_transformer.inference.evaluate import score_translations, translate_sentences
+from vanilla_transformer.inference.evaluate import score_translations, translate_ids, translate_sentences
 
 
 @pytest.fixture(scope="module")
@@ -27,12 +27,14 @@ def test_batched_translation_keeps_the_input_order(setup):
     assert together == alone
 
 
-def test_output_length_is_bounded(setup):
-    model, tok = setup
+@pytest.mark.parametrize("beam", [1, 4])
+def test_output_length_is_each_sentences_own(setup, beam):
+    model, _ = setup
+    sources = [[5, 2], [5, 6, 7, 8, 9, 2]]  # an untrained model rarely stops by itself
     for extra in (0, 3):
-        out = translate_sentences(model, tok, ["one two"], beam_size=4, max_extra=extra)[0]
-        # the input is 2 tokens and </s>; the output at most extra more
-        assert len(tok.encode(out)) <= 3 + extra
+        out = translate_ids(model, sources, beam_size=beam, max_extra=extra)
+        assert [len(row) <= len(src) + extra for row, src in zip(out, sources)] == [True, True]
+        assert all(2 not in row for row in out)  # cut at the end symbol
 
 
 def test_beam_of_one_is_greedy(setup):

@@ -20,7 +20,7 @@ TINY = dict(N=1, d_model=16, d_ff=32, h=2, dropout=0.1)
 
 @pytest.fixture(scope="module")
 def corpus():
-    return number_corpus("de", {"train": 120, "valid": 8}, limit=1000, seed=0)
+    return number_corpus("de", {"train": 120, "valid": 8}, limit=1000, seed=0, always_first=0)
 
 
 def _config(**changes):

@@ -19,7 +19,15 @@ from pathlib import Path
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from ..data.numbers import DEFAULT_LIMIT, DEFAULT_SIZES, LANGUAGES, number_corpus, read_tsv, write_tsv
+from ..data.numbers import (
+    DEFAULT_ALWAYS_FIRST,
+    DEFAULT_LIMIT,
+    DEFAULT_SIZES,
+    LANGUAGES,
+    number_corpus,
+    read_tsv,
+    write_tsv,
+)
 from ..inference.evaluate import score_translations, translate_sentences
 from ..training.translation import (
     DEFAULT_PRESET,
@@ -92,6 +100,8 @@ def _add_numbers(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="split seed (default %(default)s)")
     parser.add_argument("--limit", type=int, default=DEFAULT_LIMIT,
                         help="numbers come from range(LIMIT) (default %(default)s)")
+    parser.add_argument("--always-train", type=int, default=DEFAULT_ALWAYS_FIRST,
+                        help="every number below this goes to train.tsv (default %(default)s)")
     for name, size in DEFAULT_SIZES.items():
         parser.add_argument(f"--{name}-size", type=int, default=size,
                             help=f"numbers in {name}.tsv (default %(default)s)")
@@ -117,7 +127,9 @@ def _add_train(parser: argparse.ArgumentParser) -> None:
                        ("average", int), ("eval_size", int), ("seed", int)):
         run.add_argument("--" + name.replace("_", "-"), type=kind, default=getattr(d, name),
                          help="(default %(default)s)")
-    run.add_argument("--threads", type=int, default=None, help="CPU threads for PyTorch")
+    run.add_argument("--threads", type=int, default=1,
+                     help="CPU threads for PyTorch (default %(default)s: the default model is "
+                          "small, and a second thread on a busy machine slows it down)")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_config_arguments(parser.add_argument_group("model (overrides the preset)"),
                          exclude={"src_vocab", "tgt_vocab"})
@@ -139,7 +151,7 @@ def build_translate_parser(action: str) -> argparse.ArgumentParser:
         >>> args = build_translate_parser("train").parse_args(
         ...     ["--train", "a.tsv", "--valid", "b.tsv", "--out", "RUN", "--d-model", "32"])
         >>> args.preset, args.max_steps, args.d_model
-        ('paper-small', 1600, 32)
+        ('paper-small', 1200, 32)
     """
     if action == "run":
         parser = _Parser(prog=PROG, usage=f"{PROG} RUN [TEXT ...]",
@@ -184,7 +196,7 @@ def run_translate(args: argparse.Namespace) -> int:
         >>> from vanilla_transformer.cli.translate import run_translate
         >>> out = tempfile.mkdtemp()
         >>> words = ["numbers", "--out", out, "--train-size", "5", "--valid-size", "2",
-        ...          "--test-size", "2", "--limit", "100"]
+        ...          "--test-size", "2", "--limit", "100", "--always-train", "3"]
         >>> run_translate(argparse.Namespace(words=words))  # doctest: +ELLIPSIS
         wrote .../train.tsv: 5 pairs
         wrote .../valid.tsv: 2 pairs
@@ -208,7 +220,8 @@ def run_translate(args: argparse.Namespace) -> int:
 def _numbers(args: argparse.Namespace) -> int:
     sizes = {name: getattr(args, f"{name}_size") for name in DEFAULT_SIZES}
     folder = _writable_folder(args.out)
-    corpus = number_corpus(args.lang, sizes, limit=args.limit, seed=args.seed)
+    corpus = number_corpus(args.lang, sizes, limit=args.limit, seed=args.seed,
+                           always_first=args.always_train)
     for name, pairs in corpus.items():
         path = write_tsv(folder / f"{name}.tsv", pairs)
         print(f"wrote {path}: {len(pairs)} pairs")
@@ -235,10 +248,9 @@ def _train(args: argparse.Namespace) -> int:
         **{name: getattr(args, name) for name in (
             "vocab_size", "max_tokens", "warmup", "factor", "smoothing", "save_every",
             "average", "eval_size", "seed")})
-    if args.threads is not None:
-        if args.threads <= 0:
-            raise ValueError(f"--threads must be positive, got {args.threads}")
-        torch.set_num_threads(args.threads)
+    if args.threads <= 0:
+        raise ValueError(f"--threads must be positive, got {args.threads}")
+    torch.set_num_threads(args.threads)
     log = print if args.no_progress else _tqdm_write
     print(f"training on {len(train_pairs)} pairs ({args.train}), validating on "
           f"{len(valid_pairs)} ({args.valid}); preset {args.preset}", flush=True)

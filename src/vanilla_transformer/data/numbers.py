@@ -23,6 +23,7 @@ __all__ = [
     "LANGUAGES",
     "DEFAULT_LIMIT",
     "DEFAULT_SIZES",
+    "DEFAULT_ALWAYS_FIRST",
     "number_words",
     "number_pairs",
     "split_numbers",
@@ -39,6 +40,9 @@ DEFAULT_LIMIT = 1_000_000
 
 DEFAULT_SIZES = {"train": 20_000, "valid": 500, "test": 1_000}
 """How many numbers each split holds by default."""
+
+DEFAULT_ALWAYS_FIRST = 1000
+"""Every number below this is in the training split (see `split_numbers`)."""
 
 
 def _check_lang(lang: object) -> str:
@@ -86,39 +90,61 @@ def number_pairs(numbers: Iterable[int], lang: str = "de") -> list[tuple[str, st
 
 
 def split_numbers(
-    sizes: dict[str, int] | None = None, *, limit: int = DEFAULT_LIMIT, seed: int = 0
+    sizes: dict[str, int] | None = None,
+    *,
+    limit: int = DEFAULT_LIMIT,
+    seed: int = 0,
+    always_first: int = DEFAULT_ALWAYS_FIRST,
 ) -> dict[str, list[int]]:
     """Disjoint sets of numbers from `range(limit)`, one per split, drawn by a seeded permutation.
 
+    Drawn uniformly, numbers below 1000 would be one in a thousand, and a model would never
+    learn "four hundred and twenty-one" on its own. So the first split (the training set)
+    always holds every number below `always_first`, the building blocks of all the others; the
+    rest of it and the other splits are drawn from a permutation of
+    `range(always_first, limit)`. Every number of the other splits is unseen in the first.
+
     Args:
-        sizes: how many numbers each split gets, in order (default `DEFAULT_SIZES`).
+        sizes: how many numbers each split gets, the training split first (default
+            `DEFAULT_SIZES`).
         limit: numbers are drawn from `range(limit)`.
         seed: the permutation's seed.
+        always_first: the numbers below this all go to the first split (0 for none).
 
     Returns:
         `{split name: numbers}`; no number is in two splits.
 
     Raises:
-        ValueError: if the sizes add up to more than `limit`.
+        ValueError: if the sizes add up to more than `limit`, or the first split is smaller
+            than `always_first`.
 
     Examples:
         >>> from vanilla_transformer.data.numbers import split_numbers
-        >>> s = split_numbers({"train": 6, "test": 3}, limit=10, seed=1)
-        >>> len(s["train"]), len(s["test"]), set(s["train"]) & set(s["test"])
-        (6, 3, set())
+        >>> s = split_numbers({"train": 6, "test": 3}, limit=10, seed=1, always_first=2)
+        >>> len(s["train"]), len(s["test"]), set(s["train"]) & set(s["test"]), s["train"][:2]
+        (6, 3, set(), [0, 1])
     """
     sizes = dict(DEFAULT_SIZES if sizes is None else sizes)
     check_positive_int("limit", limit)
+    check_non_negative_int("always_first", always_first)
     for name, size in sizes.items():
         check_non_negative_int(f"size of {name!r}", size)
     if sum(sizes.values()) > limit:
         raise ValueError(f"the splits need {sum(sizes.values())} distinct numbers but "
                          f"range({limit}) has only {limit}")
-    order = torch.randperm(limit, generator=torch.Generator().manual_seed(seed))
+    always_first = min(always_first, limit)
+    first = next(iter(sizes), None)
+    if always_first and (first is None or sizes[first] < always_first):
+        raise ValueError(f"the first split must hold at least the {always_first} numbers below "
+                         f"always_first={always_first}; got sizes {sizes}")
+    order = always_first + torch.randperm(limit - always_first,
+                                          generator=torch.Generator().manual_seed(seed))
     out, start = {}, 0
     for name, size in sizes.items():
-        out[name] = order[start:start + size].tolist()
-        start += size
+        fixed = list(range(always_first)) if name == first else []
+        take = size - len(fixed)
+        out[name] = fixed + order[start:start + take].tolist()
+        start += take
     return out
 
 
@@ -128,6 +154,7 @@ def number_corpus(
     *,
     limit: int = DEFAULT_LIMIT,
     seed: int = 0,
+    always_first: int = DEFAULT_ALWAYS_FIRST,
 ) -> dict[str, list[tuple[str, str]]]:
     """The number-translation corpus: `{split: [(English, target), ...]}`.
 
@@ -136,18 +163,20 @@ def number_corpus(
         sizes: numbers per split (default `DEFAULT_SIZES`).
         limit: numbers are drawn from `range(limit)`.
         seed: the split's seed.
+        always_first: every number below it goes to the first split (see `split_numbers`).
 
     Returns:
-        The pairs of each split, in the permutation's order.
+        The pairs of each split (the first starts with the numbers below `always_first`).
 
     Examples:
         >>> from vanilla_transformer.data.numbers import number_corpus
-        >>> corpus = number_corpus("de", {"train": 3, "test": 1}, limit=100, seed=0)
-        >>> len(corpus["train"]), corpus["test"]
-        (3, [('eighty-seven', 'siebenundachtzig')])
+        >>> corpus = number_corpus("de", {"train": 3, "test": 1}, limit=100, seed=0,
+        ...                        always_first=2)
+        >>> corpus["train"][:2], len(corpus["test"])
+        ([('zero', 'null'), ('one', 'eins')], 1)
     """
     _check_lang(lang)
-    splits = split_numbers(sizes, limit=limit, seed=seed)
+    splits = split_numbers(sizes, limit=limit, seed=seed, always_first=always_first)
     return {name: number_pairs(numbers, lang) for name, numbers in splits.items()}
 
 
@@ -189,7 +218,7 @@ def read_tsv(path: str | os.PathLike[str]) -> list[tuple[str, str]]:
         >>> from vanilla_transformer.data.numbers import read_tsv
         >>> path = os.path.join(tempfile.mkdtemp(), "bad.tsv")
         >>> _ = open(path, "w").write("one\\teins\\ntwo zwei\\n")
-        >>> read_tsv(path)
+        >>> read_tsv(path)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
         ValueError: ...bad.tsv line 2: expected exactly one tab (source<TAB>target), found 0

@@ -85,7 +85,7 @@ class SharedTokenizer:
 
         Examples:
             >>> from vanilla_transformer.data.tokenizer import train_tokenizer
-            >>> train_tokenizer(["one one one"], vocab_size=9).tokens("one")
+            >>> train_tokenizer(["one one one"], vocab_size=40).tokens("one")
             ['▁one']
         """
         return self.tokenizer.encode(text, add_special_tokens=False).tokens
@@ -132,9 +132,9 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int = 400) -> SharedTokeni
 
     Examples:
         >>> from vanilla_transformer.data.tokenizer import train_tokenizer
-        >>> tok = train_tokenizer(["vierhundert", "four hundred"] * 5, vocab_size=30)
-        >>> tok.tokens("four hundert")
-        ['▁four', '▁hundert']
+        >>> tok = train_tokenizer(["vierhundert", "four hundred"] * 5, vocab_size=60)
+        >>> tok.tokens("vier hundred")  # pieces learned from either language
+        ['▁vier', '▁hundred']
     """
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 

@@ -12,6 +12,6 @@ __all__ = [
     "beam_search",
 ]
 
-from .evaluate import translate_sentences, TranslationScores, score_translations
+from .evaluate import translate_sentences, translate_ids, TranslationScores, score_translations
 
-__all__ += ["translate_sentences", "TranslationScores", "score_translations"]
+__all__ += ["translate_sentences", "translate_ids", "TranslationScores", "score_translations"]

@@ -22,7 +22,7 @@ from ..data.tokenizer import BOS, EOS, PAD, SharedTokenizer
 from .beam import beam_search
 from .greedy import greedy_decode
 
-__all__ = ["MAX_EXTRA", "translate_sentences", "TranslationScores", "score_translations"]
+__all__ = ["MAX_EXTRA", "translate_sentences", "translate_ids", "TranslationScores", "score_translations"]
 
 MAX_EXTRA = 50
 """An output may be this many tokens longer than its input (section 6.1)."""
@@ -42,6 +42,8 @@ def translate_sentences(
     """Translate each sentence: encode, decode (greedy when `beam_size == 1`), detokenise.
 
     Sentences are decoded in batches of similar length; the results come back in input order.
+    Each output is cut to its own sentence's limit, `len(source ids) + max_extra` tokens,
+    where the source ids include `</s>`.
 
     Args:
         model: an encoder-decoder trained on `tokenizer`'s ids (put in eval mode here).
@@ -76,10 +78,54 @@ def translate_sentences(
     check_positive_int("beam_size", beam_size)
     check_positive_int("batch_size", batch_size)
     check_non_negative_int("max_extra", max_extra)
-    model.eval()
     ids = [tokenizer.encode(s) + [EOS] for s in sentences]
+    outputs = translate_ids(model, ids, beam_size=beam_size, alpha=alpha, max_extra=max_extra,
+                            batch_size=batch_size)
+    return [tokenizer.decode(row) for row in outputs]
+
+
+@torch.no_grad()
+def translate_ids(
+    model: nn.Module,
+    sources: Sequence[Sequence[int]],
+    *,
+    beam_size: int = 4,
+    alpha: float = 0.6,
+    max_extra: int = MAX_EXTRA,
+    batch_size: int = 64,
+) -> list[list[int]]:
+    """Decode source id sequences (each ending with `</s>`) into target ids, in input order.
+
+    Each output holds at most `len(source) + max_extra` tokens after `<s>` (the limit is each
+    sentence's own, also in a batch with longer ones) and ends at its first `</s>`, if any.
+
+    Args:
+        model: the encoder-decoder (put in eval mode here).
+        sources: token ids of each source, `</s>` included.
+        beam_size: the beam; 1 is greedy decoding.
+        alpha: the length penalty's exponent.
+        max_extra: how many more tokens than its source an output may have.
+        batch_size: sentences decoded together.
+
+    Returns:
+        The generated ids of each sentence, without `<s>`, up to and without `</s>`.
+
+    Examples:
+        >>> from vanilla_transformer.inference.evaluate import translate_ids
+        >>> model = make_model(9, 9, N=1, d_model=16, d_ff=32, h=2)
+        >>> out = translate_ids(model, [[5, 6, 2], [7, 2]], beam_size=1, max_extra=1)
+        >>> [len(row) <= n for row, n in zip(out, (4, 3))]
+        [True, True]
+    """
+    check_positive_int("beam_size", beam_size)
+    check_positive_int("batch_size", batch_size)
+    check_non_negative_int("max_extra", max_extra)
+    model.eval()
+    ids = [list(map(int, s)) for s in sources]
+    if any(len(s) == 0 for s in ids):
+        raise ValueError("every source needs at least one token (its </s>)")
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-    out: list[str] = [""] * len(ids)
+    out: list[list[int]] = [[] for _ in ids]
     for start in range(0, len(order), batch_size):
         rows = order[start:start + batch_size]
         src = pad_sequences([ids[i] for i in rows], PAD)
@@ -92,7 +138,9 @@ def translate_sentences(
             ys, _ = beam_search(model, src, src_mask, max_len, BOS, EOS, beam_size, alpha,
                                 pad_symbol=PAD)
         for i, row in zip(rows, ys.tolist()):
-            out[i] = tokenizer.decode(row)
+            # the limit is each sentence's own: a shorter one in the batch gets fewer tokens
+            row = row[1: 1 + len(ids[i]) + max_extra]
+            out[i] = row[: row.index(EOS)] if EOS in row else row
     return out
 
 

@@ -73,7 +73,7 @@ MODEL_FILE, TOKENIZER_FILE, CONFIG_FILE, CHECKPOINTS = (
 
 @dataclass(frozen=True)
 class TranslationConfig:
-    """How a translator is trained (the model's sizes are a `ModelConfig`).
+    r"""How a translator is trained (the model's sizes are a `ModelConfig`).
 
     Args:
         vocab_size: the shared byte-pair vocabulary's size.
@@ -102,7 +102,7 @@ class TranslationConfig:
     warmup: int = 400
     factor: float = 1.0
     smoothing: float = 0.1
-    max_steps: int = 1600
+    max_steps: int = 1200
     max_minutes: float | None = None
     save_every: int = 100
     average: int = 5
