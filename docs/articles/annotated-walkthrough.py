@@ -32,7 +32,7 @@
 # without its docstring (the [API reference](../../api/) renders those) and format a
 # tensor's shape; you can skip it.
 
-# %%
+# %% tags=["hide-input"]
 import ast
 import inspect
 import math

@@ -243,6 +243,7 @@ def _train(args: argparse.Namespace) -> int:
     import torch
 
     train_pairs, valid_pairs = read_tsv(args.train), read_tsv(args.valid)
+    _writable_folder(args.out)
     config = TranslationConfig(
         max_steps=args.max_steps, max_minutes=args.max_minutes,
         **{name: getattr(args, name) for name in (

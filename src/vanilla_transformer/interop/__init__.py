@@ -22,3 +22,7 @@ __all__ = [
     "load_from_torch",
     "to_torch",
 ]
+
+from .onnx import export_onnx, greedy_decode_onnx  # noqa: E402
+
+__all__ += ["export_onnx", "greedy_decode_onnx"]

@@ -24,6 +24,7 @@ from torch import nn
 
 from .._checks import check_non_negative_int, check_positive_int
 from ..model.attention import MultiHeadedAttention
+from ..model.embeddings import PositionalEncoding
 from ..model.encoder_decoder import EncoderDecoder
 
 __all__ = ["export_onnx", "greedy_decode_onnx"]
@@ -164,7 +165,8 @@ def export_onnx(
     if not isinstance(attention_weights, bool):
         raise TypeError(f"attention_weights must be a bool, got {attention_weights!r}")
     weight = next(model.parameters())
-    max_len = min((m.max_len for m in model.modules() if hasattr(m, "pe")), default=8)
+    max_len = min((m.max_len for m in model.modules() if isinstance(m, PositionalEncoding)),
+                  default=8)
     # example inputs: distinct sizes above 1, so that no axis is specialised to a constant
     batch, src_len, tgt_len = 2, min(5, max_len), min(3, max_len)
     src = torch.ones(batch, src_len, dtype=torch.long, device=weight.device)
@@ -176,12 +178,17 @@ def export_onnx(
             "log_probs": {0: "batch"}, "cross_attention": {0: "batch", 1: "src_len"}}
     paths = {"encoder": path / "encoder.onnx", "decoder": path / "decoder.onnx"}
     with _export_mode(model), torch.no_grad(), warnings.catch_warnings():
-        # expected and harmless here: the TorchScript exporter's deprecation notice, the
-        # tracer's note that d_k becomes a constant, torch.export's note on `.attn`
-        warnings.filterwarnings("ignore", category=DeprecationWarning, module="torch")
+        # expected and harmless here: the TorchScript exporter's deprecation notices, the
+        # tracer's note that d_k becomes a constant, torch.export's notes on `.attn`, on axes
+        # that share a name and on its own deprecations
+        warnings.filterwarnings("ignore", message="You are using the legacy TorchScript")
+        warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"torch\.onnx")
+        warnings.filterwarnings("ignore", message="# The axis name")
+        warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)`")
         warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
-        warnings.filterwarnings("ignore", message="The tensor attributes")
-        encoder, decoder = _EncoderGraph(model), _DecoderGraph(model, attention_weights)
+        warnings.filterwarnings("ignore", message="The tensor attribute")
+        encoder = _EncoderGraph(model).eval()
+        decoder = _DecoderGraph(model, attention_weights).eval()
         memory = encoder(src, src_mask)
         for graph, args, inputs, names, out in (
             (encoder, (src, src_mask), ENCODER_INPUTS, ENCODER_OUTPUTS, paths["encoder"]),
@@ -272,8 +279,8 @@ def greedy_decode_onnx(
         >>> with tempfile.TemporaryDirectory() as out_dir:
         ...     paths = export_onnx(model, out_dir)
         ...     ys = greedy_decode_onnx(paths["encoder"], paths["decoder"], src, src != 0, 6, 1)
-        >>> ys.shape, (ys == greedy_decode(model, src, src != 0, 6, 1).numpy()).all()
-        ((2, 6), np.True_)
+        >>> ys.shape, bool((ys == greedy_decode(model, src, src != 0, 6, 1).numpy()).all())
+        ((2, 6), True)
     """
     src = np.asarray(src)
     if src.ndim != 2 or src.size == 0:
