@@ -240,7 +240,7 @@ def test_beam_size_one_is_greedy_decoding(seed, end):
             greedy = greedy_decode(model, src, mask, 8, START, end_symbol=end, pad_symbol=PAD,
                                    use_cache=use_cache)
             tokens, _ = beam_search(model, src, mask, 8, START, end, beam_size=1,
-                                    pad_symbol=PAD, use_cache=use_cache)
+                                    length_penalty=0.0, pad_symbol=PAD, use_cache=use_cache)
             assert torch.equal(tokens, greedy)
 
 
@@ -322,3 +322,30 @@ def test_bad_arguments_are_refused(kwargs, error, word):
         beam_search(model, src, mask, **args)
     with pytest.raises(ValueError, match="length"):
         length_penalty(-1)
+
+
+class JunkEndsFirst(TableModel):
+    """The right answer "3 3 3 </s>" is near-certain, but every prefix of it also offers an
+    early end with probability 0.005, so short, improbable hypotheses finish first."""
+
+    def log_probs(self, source: list[int], prefix: list[int]) -> list[float]:
+        said = prefix[1:]
+        if said == [3, 3, 3]:
+            probs = [0.0, 0.0, 0.99, 0.005, 0.005]
+        elif all(t == 3 for t in said):
+            probs = [0.0, 0.0, 0.005, 0.99, 0.005]
+        else:
+            probs = [0.0, 0.0, 1 / 3, 1 / 3, 1 / 3]
+        return [math.log(p) if p > 0 else -math.inf for p in probs]
+
+
+@pytest.mark.parametrize("use_cache", [True, False], ids=["cache", "recompute"])
+def test_a_row_stops_only_when_no_alive_prefix_can_beat_its_finished_ones(use_cache):
+    model = JunkEndsFirst()
+    src = torch.ones(1, 3, dtype=torch.long)
+    tokens, scores = beam_search(model, src, None, 8, START, END, beam_size=2,
+                                 use_cache=use_cache)
+    # two early ends fill the beam's finished list by step 2, while the alive "3 3" can still
+    # score far better: stopping there would return "3 </s>"
+    assert tokens.tolist() == [[START, 3, 3, 3, END]]
+    assert scores.item() == pytest.approx(math.log(0.99**4) / length_penalty(4), rel=1e-5)

@@ -145,9 +145,11 @@ def beam_search(
     Every batch row keeps its own `beam_size` most probable unfinished prefixes. Each step
     ranks the `2 * beam_size` best one-token extensions: one that ends with the end symbol and
     ranks among the first `beam_size` is finished; the best `beam_size` others stay alive. A row
-    stops once it has `beam_size` finished hypotheses; at `max_len` the best extensions are
-    finished as they are. The result is the finished hypothesis with the best score
-    $\\log P / lp$, so `beam_size=1` is greedy decoding. With the cache, the self-attention
+    stops once it has `beam_size` finished hypotheses and no alive prefix can still beat the
+    `beam_size`-th best of them (a prefix only loses log-probability as it grows, so its best
+    possible score is bounded); at `max_len` the best extensions are finished as they are. The
+    result is the finished hypothesis with the best score $\\log P / lp$. With
+    `length_penalty=0`, `beam_size=1` is greedy decoding. With the cache, the self-attention
     caches are reordered with the beams. The inputs are checked once, as in `greedy_decode`.
     Call `model.eval()` first.
 
@@ -189,7 +191,8 @@ def beam_search(
         >>> tokens[:, 0].tolist(), scores.shape
         ([1, 1], torch.Size([2]))
         >>> greedy = greedy_decode(model, src, src != 0, 6, 1, end_symbol=2)
-        >>> torch.equal(beam_search(model, src, src != 0, 6, 1, 2, beam_size=1)[0], greedy)
+        >>> torch.equal(beam_search(model, src, src != 0, 6, 1, 2, beam_size=1,
+        ...                         length_penalty=0.0)[0], greedy)
         True
     """
     src_mask = _check_inputs(model, src, src_mask, max_len, start_symbol, end_symbol, pad_symbol)
@@ -220,6 +223,7 @@ def beam_search(
     cache = model.decoder.init_cache() if use_cache else None
     offsets = (torch.arange(batch, device=device) * k).unsqueeze(1)  # (batch, 1)
 
+    best_penalty = ((5.0 + max_len - 1) / 6.0) ** alpha  # the largest: lp grows with length
     for t in range(1, max_len):  # t = number of generated tokens after this step
         if cache is None:
             tgt_mask = subsequent_mask(ys.size(1)).to(device)
@@ -237,23 +241,29 @@ def beam_search(
             ends = token == end_symbol
         last = t == max_len - 1
         penalty = ((5.0 + t) / 6.0) ** alpha
+        # the best k extensions that did not end stay alive
+        alive, pick = top.masked_fill(ends, -math.inf).topk(k, dim=1)
         for b in range(batch):
             if done[b]:
                 continue
             for j in range(min(k, top.size(1))):
-                # only the first k candidates may finish, so beam_size=1 is greedy decoding
+                # only the first k candidates may finish
                 if (last or ends[b, j]) and math.isfinite(top[b, j].item()):
                     row = ys[b * k + beam[b, j]]
                     tokens = torch.cat([row, token[b, j].view(1).to(row.dtype)])
                     raw = top[b, j].item()
                     finished[b].append(Hypothesis(tokens, raw / penalty, raw))
-            if last or len(finished[b]) >= k:
+            if last:
                 done[b] = True
+            elif len(finished[b]) >= k:
+                # an alive prefix only loses log-probability as it grows, so its best possible
+                # score is its log-probability over the largest length penalty still reachable;
+                # stop when that cannot beat the k-th best finished hypothesis
+                kth = sorted((h.score for h in finished[b]), reverse=True)[k - 1]
+                done[b] = alive[b, 0].item() / best_penalty <= kth
         if all(done):
             break
-        # the best k extensions that did not end stay alive; rows that are done keep -inf
-        alive, pick = top.masked_fill(ends, -math.inf).topk(k, dim=1)
-        alive[torch.tensor(done, device=device)] = -math.inf
+        alive[torch.tensor(done, device=device)] = -math.inf  # rows that are done keep -inf
         rows = (offsets + beam.gather(1, pick)).view(-1)  # (batch * k,) indices into ys
         new_tokens = token.gather(1, pick).view(-1, 1).to(ys.dtype)  # (batch * k, 1)
         ys = torch.cat([ys.index_select(0, rows), new_tokens], dim=1)
