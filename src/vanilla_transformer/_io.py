@@ -43,6 +43,9 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[IO[bytes]], Any]
     if not folder.is_dir():
         raise FileNotFoundError(f"cannot write {str(path)!r}: folder {str(folder)!r} does not exist")
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes the file private; a saved file is not
     try:
         with os.fdopen(fd, "wb") as f:
             write(f)

@@ -119,3 +119,26 @@ def test_help(capsys):
     assert "RUN [TEXT ...]" in capsys.readouterr().out
     assert main(["translate", "train", "--help"]) == 0
     assert "--max-minutes" in capsys.readouterr().out
+
+
+def test_export_writes_graphs_that_translate_like_the_run(data, run, tmp_path, capsys):
+    import numpy as np
+
+    from vanilla_transformer.data.tokenizer import BOS, EOS, SharedTokenizer
+    from vanilla_transformer.inference.evaluate import translate_sentences
+    from vanilla_transformer.interop.onnx import greedy_decode_onnx
+    from vanilla_transformer.training.translation import load_translator
+
+    assert main(["translate", "export", str(run), "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    for name in ("encoder.onnx", "decoder.onnx", "tokenizer.json"):
+        assert (tmp_path / name).stat().st_size > 0 and name in out
+    model, tokenizer = load_translator(run, "averaged")
+    again = SharedTokenizer.load(tmp_path / "tokenizer.json")
+    sources = [s for s, _ in read_tsv(data / "test.tsv")]
+    expected = translate_sentences(model, tokenizer, sources, beam_size=1)
+    for source, want in zip(sources, expected):
+        ids = np.array([again.encode(source) + [EOS]], dtype=np.int64)
+        ys = greedy_decode_onnx(tmp_path / "encoder.onnx", tmp_path / "decoder.onnx", ids,
+                                None, ids.shape[1] + 51, BOS, end_symbol=EOS)
+        assert again.decode(ys[0].tolist()) == want

@@ -42,7 +42,7 @@ __all__ = ["ACTIONS", "register", "run_translate", "build_translate_parser"]
 
 PROG = "vanilla-transformer translate"
 
-ACTIONS = ("numbers", "train", "eval")
+ACTIONS = ("numbers", "train", "eval", "export")
 """The words `translate` takes as its first argument; anything else is a run folder."""
 
 
@@ -78,11 +78,12 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "translate",
         help="train and use a translator (English number words to German or French)",
-        usage=f"{PROG} {{numbers,train,eval}} ... | {PROG} RUN [TEXT ...]",
+        usage=f"{PROG} {{numbers,train,eval,export}} ... | {PROG} RUN [TEXT ...]",
         description=(
             "numbers: write a number-words corpus (train/valid/test TSV). "
             "train: train a translator on source<TAB>target files. "
             "eval: print BLEU, chrF and exact match of a trained run on a TSV file. "
+            "export: write a trained run as ONNX graphs and its tokenizer. "
             "RUN [TEXT ...]: translate TEXT (or each line of stdin) with a trained run. "
             "Run 'translate ACTION --help' for an action's options."
         ),
@@ -175,6 +176,14 @@ def build_translate_parser(action: str) -> argparse.ArgumentParser:
         parser.add_argument("--bleu-tokenize", default="auto",
                             help="sacrebleu's BLEU tokenizer; 'auto' (default) is 13a, or char "
                                  "when the references average fewer than four words")
+    elif action == "export":
+        parser.description = ("Export RUN to ONNX: encoder.onnx, a one-step decoder.onnx with "
+                              "the cross-attention weights, and the tokenizer, in DIR.")
+        parser.add_argument("run", metavar="RUN", help="a folder written by 'translate train'")
+        parser.add_argument("--out", required=True, metavar="DIR", help="the folder to write")
+        parser.add_argument("--checkpoint", choices=("averaged", "last"), default="averaged",
+                            help="the averaged final model or the last checkpoint "
+                                 "(default averaged)")
     else:
         raise ValueError(f"unknown translate action {action!r}; expected one of {ACTIONS}")
     return parser
@@ -214,7 +223,8 @@ def run_translate(args: argparse.Namespace) -> int:
         options = build_translate_parser(action).parse_args(rest)
     except SystemExit as exit_:  # --help, or a parse error already printed
         return exit_.code if isinstance(exit_.code, int) else 1
-    return {"numbers": _numbers, "train": _train, "eval": _eval, "run": _run}[action](options)
+    actions = {"numbers": _numbers, "train": _train, "eval": _eval, "export": _export, "run": _run}
+    return actions[action](options)
 
 
 def _numbers(args: argparse.Namespace) -> int:
@@ -292,6 +302,18 @@ def _eval(args: argparse.Namespace) -> int:
     print(f"{bleu} (sacrebleu, tokenize={tokenize})")
     print(chrf)
     print(f"{exact}; {args.checkpoint} model, {decoding}, {args.data}")
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from ..interop.onnx import export_onnx
+
+    model, tokenizer = load_translator(args.run, args.checkpoint)
+    folder = _writable_folder(args.out)
+    paths = export_onnx(model, folder, attention_weights=True)
+    paths["tokenizer"] = tokenizer.save(folder / "tokenizer.json")
+    for name, path in paths.items():
+        print(f"wrote {path}: {Path(path).stat().st_size:,} bytes ({name})")
     return 0
 
 
