@@ -27,7 +27,7 @@ log = logging.getLogger("mkdocs.hooks.code_map")
 PAGE = "code-map.md"
 PACKAGE = "vanilla_transformer"
 # The layers, bottom to top: a module may import only from its own layer and those before it.
-LAYERS = ["_checks", "model", "data", "inference", "training", "interop", "analysis", "cli"]
+LAYERS = ["_checks", "_io", "model", "data", "inference", "training", "interop", "analysis", "cli"]
 MODULES_MARK = "<!-- code-map:modules -->"
 IMPORTS_MARK = "<!-- code-map:imports -->"
 
@@ -42,7 +42,7 @@ class Module:
 
     @property
     def layer(self) -> str | None:
-        """The sub-package (or `_checks`) the module belongs to; `None` for the top level."""
+        """The sub-package (or `_checks`, `_io`) the module belongs to; `None` for the top level."""
         parts = self.name.split(".")
         return parts[1] if len(parts) > 1 and parts[1] in LAYERS else None
 
@@ -123,7 +123,7 @@ def _api_link(module: Module, docs_dir: Path) -> str:
     short = module.name.removeprefix(PACKAGE + ".")
     parts = short.split(".")
     rendered = (
-        module.layer not in (None, "_checks")
+        module.layer is not None and not module.layer.startswith("_")
         and not any(part.startswith("_") for part in parts)
         and (len(parts) == 1 or (docs_dir / "api" / Path(*parts)).with_suffix(".md").is_file())
     )
@@ -134,9 +134,9 @@ def modules_tables(root: Path, modules: list[Module], docs_dir: Path) -> str:
     out = []
     for layer in LAYERS:
         members = [m for m in modules if m.layer == layer]
-        if layer != "_checks":
+        if not layer.startswith("_"):
             members = _reading_order(root, layer, members)
-        heading = f"`{layer}.py`" if layer == "_checks" else f"`{layer}/`"
+        heading = f"`{layer}.py`" if layer.startswith("_") else f"`{layer}/`"
         out += [f"**{heading}**", "", "| module | lines | what it is |", "| --- | ---: | --- |"]
         out += [f"| {_api_link(m, docs_dir)} | {m.lines} | {_cell(m.summary)} |" for m in members]
         out.append("")
@@ -150,7 +150,7 @@ def imports_table(modules: list[Module]) -> str:
         members = [m for m in modules if m.layer == layer]
         used = {layer_of[n] for m in members for n in m.imports} - {layer, None}
         used_text = ", ".join(f"`{u}`" for u in LAYERS if u in used) or "(nothing of the package)"
-        name = f"`{layer}.py`" if layer == "_checks" else f"`{layer}/`"
+        name = f"`{layer}.py`" if layer.startswith("_") else f"`{layer}/`"
         out.append(f"| {i} | {name} | {len(members)} | {sum(m.lines for m in members):,} | {used_text} |")
     return "\n".join(out)
 

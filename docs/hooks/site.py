@@ -48,6 +48,7 @@ NOTEBOOK_ANCHORS = {
     "training-guide": ("guides/training-copy-task.py", "Training the copy task"),
     "decoding-guide": ("guides/training-copy-task.py", "Greedy decoding of held-out sequences"),
     "interop-guide": ("articles/pytorch-nn-transformer.py", "PyTorch's nn.Transformer and its masks"),
+    "translator-guide": ("guides/translator.py", "Training a real translator"),
 }
 
 _NBCONVERT_MATHJAX = re.compile(r"<!-- Load mathjax -->.*?<!-- End of mathjax configuration -->", re.DOTALL)
