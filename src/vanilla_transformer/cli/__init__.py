@@ -17,15 +17,14 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import Any
 
 from ..analysis.flops import forward_flops_for
 from ..analysis.memory import memory_estimate_for
 from ..analysis.parameters import parameter_count_for
 from ..model.config import PRESETS, ModelConfig
-from . import copy_task
-from . import translate
-from .options import add_config_arguments, config_values
+from . import copy_task, translate
+from .options import OneLineParser, add_config_arguments, config_values
 
 __all__ = [
     "PROG",
@@ -44,12 +43,6 @@ PRESET_VOCAB = 37000
 shared English-German byte-pair vocabulary of about 37000 tokens (section 5.1)."""
 
 
-class _Parser(argparse.ArgumentParser):
-    """An `ArgumentParser` whose errors are one line on stderr (no usage block) and exit 2."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser of the `vanilla-transformer` command, with every subcommand registered.
@@ -62,12 +55,12 @@ def build_parser() -> argparse.ArgumentParser:
         >>> args.command, args.preset
         ('params', 'base')
     """
-    parser = _Parser(
+    parser = OneLineParser(
         prog=PROG,
         description="The original encoder-decoder Transformer: tools on the command line.",
     )
     subparsers = parser.add_subparsers(
-        dest="command", required=True, metavar="COMMAND", parser_class=_Parser
+        dest="command", required=True, metavar="COMMAND", parser_class=OneLineParser
     )
     # ---- Subcommand registrations: the single place where subcommands are added. ----
     # Each line calls a module's register(subparsers); add new subcommands here.

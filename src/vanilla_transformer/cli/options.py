@@ -16,12 +16,19 @@ import dataclasses
 import inspect
 import re
 from collections.abc import Collection, Mapping
-from typing import Any
+from typing import Any, NoReturn
 
 from ..model.config import ModelConfig
 from ..model.layers import LAYER_NORMS
 
-__all__ = ["add_config_arguments", "config_values"]
+__all__ = ["OneLineParser", "add_config_arguments", "config_values"]
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An `ArgumentParser` whose errors are one line on stderr (no usage block) and exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
 
 _TYPES = {"int": int, "float": float, "float | None": float, "str": str}
 _CHOICES = {"layer_norm": LAYER_NORMS}

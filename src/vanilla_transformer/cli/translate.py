@@ -15,9 +15,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from pathlib import Path
+from typing import Any
 
 from ..data.numbers import (
     DEFAULT_ALWAYS_FIRST,
@@ -36,7 +36,7 @@ from ..training.translation import (
     load_translator,
     train_translation,
 )
-from .options import add_config_arguments, config_values
+from .options import OneLineParser, add_config_arguments, config_values
 
 __all__ = ["ACTIONS", "register", "run_translate", "build_translate_parser"]
 
@@ -45,12 +45,6 @@ PROG = "vanilla-transformer translate"
 ACTIONS = ("numbers", "train", "eval", "export")
 """The words `translate` takes as its first argument; anything else is a run folder."""
 
-
-class _Parser(argparse.ArgumentParser):
-    """Errors are one line on stderr and exit status 2."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 def register(subparsers: Any) -> argparse.ArgumentParser:
@@ -155,13 +149,13 @@ def build_translate_parser(action: str) -> argparse.ArgumentParser:
         ('paper-small', 1200, 32)
     """
     if action == "run":
-        parser = _Parser(prog=PROG, usage=f"{PROG} RUN [TEXT ...]",
+        parser = OneLineParser(prog=PROG, usage=f"{PROG} RUN [TEXT ...]",
                          description="Translate each TEXT, or each line of stdin.")
         parser.add_argument("run", metavar="RUN", help="a folder written by 'translate train'")
         parser.add_argument("text", nargs="*", help="sentences to translate (default: stdin)")
         _add_decoding(parser)
         return parser
-    parser = _Parser(prog=f"{PROG} {action}")
+    parser = OneLineParser(prog=f"{PROG} {action}")
     if action == "numbers":
         parser.description = "Write English-to-LANG number words as train/valid/test TSV files."
         _add_numbers(parser)
