@@ -18,11 +18,8 @@ VANILLA_TRANSFORMER_SITE_DIR points the tests at another build directory.
 from __future__ import annotations
 
 import functools
-import http.server
-import os
 import posixpath
 import re
-import threading
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urljoin, urlsplit
@@ -30,26 +27,10 @@ from urllib.parse import unquote, urljoin, urlsplit
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SITE = Path(os.environ.get("VANILLA_TRANSFORMER_SITE_DIR", ROOT / "site")).resolve()
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--headless=new",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-sync",
-]
 TIMEOUT_MS = 30_000
 
 # Elements whose text is code or markup, not prose: a leftover TeX delimiter in them is fine.
 NOT_PROSE = "pre, code, script, style, textarea, mjx-container, .highlight, .jp-InputArea, .jp-OutputArea"
-
-
-# --------------------------------------------------------------------------------------------- #
-# The site, a server and a browser, shared by every test of this module                        #
-# --------------------------------------------------------------------------------------------- #
 
 
 def site_pages(site: Path) -> list[str]:
@@ -61,133 +42,6 @@ def site_pages(site: Path) -> list[str]:
             continue
         pages.append("/" if rel == "." else f"/{rel}/")
     return pages
-
-
-@pytest.fixture(scope="module")
-def site() -> Path:
-    if not (SITE / "index.html").is_file():
-        pytest.fail(
-            f"the built site is missing: {SITE / 'index.html'} does not exist. Build it first with "
-            "`.venv/bin/python -m mkdocs build --strict --site-dir site` (scripts/test.sh does).",
-            pytrace=False,
-        )
-    return SITE
-
-
-class _SiteHandler(http.server.SimpleHTTPRequestHandler):
-    """Serve the built files; sitemap.xml names the address the site is served at.
-
-    The build writes `site_url` (http://127.0.0.1:8000/ unless SITE_URL says otherwise) into
-    sitemap.xml, and Material's instant navigation only takes over links to the pages listed
-    there. Serving the sitemap with the test server's own address is what a deployment at
-    `site_url` looks like; the other files are served as built.
-    """
-
-    def do_GET(self):  # noqa: N802 - the base class's name
-        if urlsplit(self.path).path == "/sitemap.xml":
-            sitemap = Path(self.directory, "sitemap.xml").read_text(encoding="utf-8")
-            locations = re.findall(r"<loc>([^<]+)</loc>", sitemap)
-            home = min(locations, key=len) if locations else None  # the site_url itself
-            if home:
-                sitemap = sitemap.replace(f"<loc>{home}", f"<loc>{self.server.origin}/")
-            body = sitemap.encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/xml")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-            return
-        super().do_GET()
-
-    def log_message(self, format, *args):  # noqa: A002 - the base class's signature
-        pass
-
-
-@pytest.fixture(scope="module")
-def origin(site: Path):
-    """Serve the site with http.server on 127.0.0.1 at a free port, in a background thread."""
-    handler = functools.partial(_SiteHandler, directory=str(site))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    server.origin = f"http://127.0.0.1:{server.server_address[1]}"
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server.origin
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not Path(CHROMIUM).is_file():
-        pytest.fail(f"{CHROMIUM} not found: install it with `apt-get install -y chromium`", pytrace=False)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
-
-
-class Recorder:
-    """What went wrong on a page: console errors, page errors, outside or failed requests."""
-
-    def __init__(self, origin: str) -> None:
-        self.origin = origin
-        self.blocked: list[str] = []
-        self.errors: list[str] = []
-
-    def route(self, route) -> None:
-        url = route.request.url
-        if url.startswith(self.origin + "/") or url == self.origin:
-            route.continue_()
-        else:
-            self.blocked.append(url)
-            route.abort("blockedbyclient")
-
-    def console(self, message) -> None:
-        if message.type == "error":
-            self.errors.append(f"console error: {message.text}")
-
-    def page_error(self, error) -> None:
-        self.errors.append(f"page error: {error}")
-
-    def response(self, response) -> None:
-        if response.status >= 400:
-            self.errors.append(f"HTTP {response.status} for {response.url}")
-
-    def request_failed(self, request) -> None:
-        # ERR_ABORTED: cancelled because the test moved on to the next page, not a fault of the site.
-        if request.url.startswith(self.origin) and "ERR_ABORTED" not in (request.failure or ""):
-            self.errors.append(f"request failed: {request.url} ({request.failure})")
-
-    def take(self) -> tuple[list[str], list[str]]:
-        blocked, errors = self.blocked, self.errors
-        self.blocked, self.errors = [], []
-        return blocked, errors
-
-
-@pytest.fixture(scope="module")
-def tab(browser, origin):
-    """One page of a browser context whose every request goes through the recorder."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme="light")
-    recorder = Recorder(origin)
-    context.route("**/*", recorder.route)
-    page = context.new_page()
-    page.set_default_timeout(TIMEOUT_MS)
-    page.on("console", recorder.console)
-    page.on("pageerror", recorder.page_error)
-    page.on("response", recorder.response)
-    page.on("requestfailed", recorder.request_failed)
-    page.recorder = recorder
-    try:
-        yield page
-    finally:
-        context.close()
 
 
 # --------------------------------------------------------------------------------------------- #
