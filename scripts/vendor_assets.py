@@ -7,6 +7,10 @@ changing package.json.
 
 MathJax 3: the single-file `tex-svg.js` component, plus the directories it loads from on demand
 (TeX extensions pulled in by `autoload`, e.g. for `\\boldsymbol`; the menu's accessibility parts).
+
+onnxruntime-web, for the "Try it" page only: the WebAssembly-only build `ort.wasm.min.js` (the global
+`ort`), the Emscripten module it imports at run time and its `.wasm` binary (SIMD, which runs on one
+thread when the page is not cross-origin isolated). The WebGPU, WebGL and JSPI variants are left out.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ VENDOR = ROOT / "docs" / "assets" / "vendor"
 # package name -> (source directory inside the package, [files or directories to copy])
 ASSETS: dict[str, tuple[str, list[str]]] = {
     "mathjax": ("es5", ["tex-svg.js", "input/tex/extensions", "a11y", "ui", "sre"]),
+    "onnxruntime-web": ("dist", ["ort.wasm.min.js", "ort-wasm-simd-threaded.mjs",
+                                 "ort-wasm-simd-threaded.wasm"]),
 }
 
 

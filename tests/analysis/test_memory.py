@@ -82,6 +82,7 @@ def _saved_activation_bytes(model, src, tgt):
     dict(layer_norm="torch", dropout=0.0, final_norm=True, norm_first=False),
     dict(layer_norm="annotated", tie_weights=True, generator_bias=False),
     dict(layer_norm="annotated", dropout=0.0),
+    dict(layer_norm="torch", norm_first=False, attn_dropout=0.0, ff_dropout=0.0),
 ])
 def test_activation_estimate_is_close_to_what_autograd_keeps(options):
     kwargs = dict(N=2, d_model=32, d_ff=64, h=4, **options)

@@ -3,6 +3,7 @@
 import inspect
 
 import pytest
+import torch
 
 from vanilla_transformer import PRESETS, ModelConfig, make_model, make_model_from_config
 
@@ -40,11 +41,28 @@ def test_attention_dropout_defaults_to_dropout_and_can_be_set_apart():
         ModelConfig(11, 11, attn_dropout=1.5)
 
 
+def test_feed_forward_dropout_defaults_to_dropout_and_can_be_set_apart():
+    def ff_rates(model):
+        return {m.dropout.p for m in model.modules() if type(m).__name__ == "PositionwiseFeedForward"}
+
+    assert ff_rates(make_model(11, 11, N=1, d_model=16, d_ff=32, h=2, dropout=0.2)) == {0.2}
+    model = make_model(11, 11, N=1, d_model=16, d_ff=32, h=2, dropout=0.2, ff_dropout=0.0)
+    residual = {m.dropout.p for m in model.modules() if type(m).__name__ == "SublayerConnection"}
+    assert ff_rates(model) == {0.0} and residual == {0.2}
+    # with no dropout inside it, the feed-forward network is deterministic in training mode
+    ff = next(m for m in model.modules() if type(m).__name__ == "PositionwiseFeedForward").train()
+    x = torch.randn(2, 5, 16)
+    assert torch.equal(ff(x), ff(x))
+    with pytest.raises(ValueError, match="ff_dropout must be in"):
+        ModelConfig(11, 11, ff_dropout=-0.1)
+
+
 @pytest.mark.parametrize("name, expected", [("paper-base", 63_082_496), ("paper-big", 214_245_376)])
 def test_paper_presets_build_the_paper_s_model(name, expected):
     config = ModelConfig(37000, 37000, **PRESETS[name])
     assert (config.norm_first, config.tie_weights, config.generator_bias) == (False, True, False)
-    assert config.attention_dropout == 0.0 and config.has_final_norm is False
+    assert config.attention_dropout == 0.0 and config.feed_forward_dropout == 0.0
+    assert config.dropout > 0 and config.has_final_norm is False
     model = make_model_from_config(config)
     # one matrix for both embeddings and the pre-softmax projection, counted once
     shared = model.src_embed[0].lut.weight

@@ -75,4 +75,6 @@ def describe(config: ModelConfig, options: bool = True) -> str:
     ]
     if config.attention_dropout != config.dropout:
         chosen.append(f"attention-weight dropout {config.attention_dropout}")
+    if config.feed_forward_dropout != config.dropout:
+        chosen.append(f"feed-forward dropout {config.feed_forward_dropout}")
     return f"{call}\n  {', '.join(chosen)}"

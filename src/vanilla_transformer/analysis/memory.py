@@ -210,13 +210,14 @@ def _activations(
 ) -> tuple[Component, ...]:
     d, d_ff, a, n = config.d_model, config.d_ff, config.h, config.N
     m = mask_bytes if config.dropout > 0 else 0  # no dropout, no masks
-    kept = p if config.dropout > 0 else 0  # dropout's output is a new tensor
     # per row, a LayerNorm keeps: nn.LayerNorm its input, mean and 1/std; the annotated formula,
     # differentiated by autograd, x, x - mean, a_2 * (x - mean), std and std + eps
     norm = (d + 2) * p if config.layer_norm == "torch" else (3 * d + 2) * p
 
     attn_m = mask_bytes if config.attention_dropout > 0 else 0
     attn_kept = p if config.attention_dropout > 0 else 0
+    ff_m = mask_bytes if config.feed_forward_dropout > 0 else 0
+    ff_kept = p if config.feed_forward_dropout > 0 else 0
 
     def probs(q_len: int, k_len: int) -> int:  # softmax output, dropout mask and output
         return B * a * q_len * k_len * (p + attn_m + attn_kept)
@@ -225,7 +226,7 @@ def _activations(
         return B * L * (norm + d * (5 * p + m)) + probs(L, L)
 
     def feed_forward(L: int) -> int:  # LN, W_1 input, residual mask; ReLU, mask, W_2 input
-        return B * L * (norm + d * (p + m)) + B * L * d_ff * (p + m + kept)
+        return B * L * (norm + d * (p + m)) + B * L * d_ff * (p + ff_m + ff_kept)
 
     return (
         Component("embedding_dropout", B * (S + T) * d * m, 1, "masks"),

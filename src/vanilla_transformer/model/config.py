@@ -20,7 +20,7 @@ from .._checks import (
 )
 from .layers import LAYER_NORMS
 
-__all__ = ["ModelConfig", "PRESETS"]
+__all__ = ["ModelConfig", "PAPER_OPTIONS", "PRESETS"]
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,9 @@ class ModelConfig:
         attn_dropout: dropout on the attention weights. `None` (the default) uses `dropout`, as
             the Annotated Transformer does; the paper applies dropout only to each sublayer's
             output and to the embedding sums (section 5.4), so its presets set `0.0`.
+        ff_dropout: dropout on the feed-forward network's hidden activations, between the ReLU
+            and `W_2`. `None` (the default) uses `dropout`, as the Annotated Transformer does;
+            the paper's presets set `0.0` for the same reason as `attn_dropout`.
 
     Raises:
         ValueError: for a non-positive size, `d_model % h != 0`, a dropout outside [0, 1), an
@@ -74,6 +77,7 @@ class ModelConfig:
     generator_bias: bool = True
     max_len: int = 5000
     attn_dropout: float | None = None
+    ff_dropout: float | None = None
 
     def __post_init__(self) -> None:
         check_non_negative_int("src_vocab", self.src_vocab)
@@ -83,8 +87,9 @@ class ModelConfig:
         check_positive_int("d_ff", self.d_ff)
         check_heads(self.h, self.d_model)
         check_dropout(self.dropout)
-        if self.attn_dropout is not None:
-            check_dropout(self.attn_dropout, "attn_dropout")
+        for name in ("attn_dropout", "ff_dropout"):
+            if getattr(self, name) is not None:
+                check_dropout(getattr(self, name), name)
         check_choice("layer_norm", self.layer_norm, LAYER_NORMS)
         check_positive_int("max_len", self.max_len)
         if self.layer_norm == "annotated" and self.d_model < 2:
@@ -115,6 +120,11 @@ class ModelConfig:
         return self.dropout if self.attn_dropout is None else self.attn_dropout
 
     @property
+    def feed_forward_dropout(self) -> float:
+        """Dropout on the feed-forward hidden activations (resolves `ff_dropout=None`)."""
+        return self.dropout if self.ff_dropout is None else self.ff_dropout
+
+    @property
     def has_final_norm(self) -> bool:
         """Whether each stack ends with a LayerNorm (resolves `final_norm=None`)."""
         return self.norm_first if self.final_norm is None else self.final_norm
@@ -139,21 +149,26 @@ class ModelConfig:
         return replace(self, **changes)
 
 
-_PAPER = dict(norm_first=False, tie_weights=True, generator_bias=False, layer_norm="torch",
-              attn_dropout=0.0)
+PAPER_OPTIONS: dict[str, Any] = dict(
+    norm_first=False, tie_weights=True, generator_bias=False, layer_norm="torch",
+    attn_dropout=0.0, ff_dropout=0.0,
+)
+"""The options that turn the defaults into the paper's arrangement, whatever the sizes."""
 
 PRESETS: dict[str, dict[str, Any]] = {
     "base": dict(N=6, d_model=512, d_ff=2048, h=8, dropout=0.1),
     "big": dict(N=6, d_model=1024, d_ff=4096, h=16, dropout=0.3),
-    "paper-base": dict(N=6, d_model=512, d_ff=2048, h=8, dropout=0.1, **_PAPER),
-    "paper-big": dict(N=6, d_model=1024, d_ff=4096, h=16, dropout=0.3, **_PAPER),
+    "paper-base": dict(N=6, d_model=512, d_ff=2048, h=8, dropout=0.1, **PAPER_OPTIONS),
+    "paper-big": dict(N=6, d_model=1024, d_ff=4096, h=16, dropout=0.3, **PAPER_OPTIONS),
 }
 """Named sets of `ModelConfig` fields; the vocabulary is chosen separately.
 
 - `base`, `big`: Table 3's sizes in the Annotated Transformer's arrangement (pre-norm, untied
-  embeddings, a generator with a bias, dropout on the attention weights too).
+  embeddings, a generator with a bias, dropout on the attention weights and the feed-forward
+  hidden activations too).
 - `paper-base`, `paper-big`: the paper's model: Table 3's sizes, post-norm residual blocks
   (section 3.1), one weight matrix shared by both embeddings and the pre-softmax projection
   (section 3.4, which needs one vocabulary for both languages), no generator bias, standard
-  LayerNorm, and dropout only on sublayer outputs and embedding sums (section 5.4).
+  LayerNorm, and dropout only on sublayer outputs and embedding sums (section 5.4): none on
+  the attention weights or inside the feed-forward network.
 """

@@ -177,7 +177,7 @@ def _build(config: ModelConfig) -> EncoderDecoder:
     d_model, dropout = config.d_model, config.dropout
     arrangement = dict(norm_first=config.norm_first, layer_norm=config.layer_norm)
     attn = MultiHeadedAttention(config.h, d_model, config.attention_dropout)
-    ff = PositionwiseFeedForward(d_model, config.d_ff, dropout)
+    ff = PositionwiseFeedForward(d_model, config.d_ff, config.feed_forward_dropout)
     position = PositionalEncoding(d_model, dropout, config.max_len)
     final_norm = config.has_final_norm
     model = EncoderDecoder(

@@ -32,7 +32,7 @@ from .._io import atomic_torch_save, atomic_write
 from ..data.token_batches import epoch_order, make_token_batches
 from ..data.tokenizer import BOS, EOS, PAD, SharedTokenizer, train_tokenizer
 from ..inference.evaluate import score_translations, translate_sentences
-from ..model.config import PRESETS, ModelConfig
+from ..model.config import PAPER_OPTIONS, PRESETS, ModelConfig
 from ..model.encoder_decoder import make_model_from_config
 from .checkpoints import load_checkpoint, save_checkpoint
 from .loss import LabelSmoothing, SimpleLossCompute
@@ -51,11 +51,9 @@ __all__ = [
     "load_translator",
 ]
 
-_PAPER = dict(norm_first=False, tie_weights=True, generator_bias=False, layer_norm="torch",
-              attn_dropout=0.0)
 
 TRANSLATION_PRESETS: dict[str, dict[str, Any]] = {
-    "paper-small": dict(N=2, d_model=64, d_ff=256, h=4, dropout=0.1, **_PAPER),
+    "paper-small": dict(N=2, d_model=64, d_ff=256, h=4, dropout=0.1, **PAPER_OPTIONS),
     **PRESETS,
 }
 """Model sizes for translation: `paper-small`, the paper's arrangement (post-norm, tied
