@@ -35,15 +35,25 @@ from pathlib import Path
 import torch
 
 from vanilla_transformer._io import atomic_write
-from vanilla_transformer.data.numbers import DEFAULT_ALWAYS_FIRST, DEFAULT_LIMIT, DEFAULT_SIZES
-from vanilla_transformer.data.numbers import number_corpus
+from vanilla_transformer.data.numbers import (
+    DEFAULT_ALWAYS_FIRST,
+    DEFAULT_LIMIT,
+    DEFAULT_SIZES,
+    number_corpus,
+)
 from vanilla_transformer.data.tokenizer import BOS, EOS, PAD, UNK
-from vanilla_transformer.inference.evaluate import MAX_EXTRA, score_translations
-from vanilla_transformer.inference.evaluate import translate_sentences
+from vanilla_transformer.inference.evaluate import (
+    MAX_EXTRA,
+    score_translations,
+    translate_sentences,
+)
 from vanilla_transformer.interop.onnx import export_onnx
 from vanilla_transformer.training.checkpoints import save_checkpoint
-from vanilla_transformer.training.translation import DEFAULT_PRESET, TranslationConfig
-from vanilla_transformer.training.translation import train_translation
+from vanilla_transformer.training.translation import (
+    DEFAULT_PRESET,
+    TranslationConfig,
+    train_translation,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "docs" / "assets" / "translator"
@@ -78,7 +88,7 @@ def build(out: Path, threads: int) -> dict[str, object]:
 
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as graphs:  # export_onnx writes in place; move whole files
-        for name, path in export_onnx(model, graphs, opset=OPSET, attention_weights=True).items():
+        for path in export_onnx(model, graphs, opset=OPSET, attention_weights=True).values():
             data = path.read_bytes()
             atomic_write(out / path.name, lambda f, data=data: f.write(data))
     tokenizer.save(out / "tokenizer.json")
