@@ -28,19 +28,21 @@
 # `vanilla_transformer`. Nothing is redefined here. When a class is explained, its code is
 # printed from the installed package, so what you read is what runs.
 #
-# The first cell imports the package. Its two small helpers print a package object's code
-# without its docstring (the [API reference](../../api/) renders those) and format a
-# tensor's shape; you can skip it.
+# The first cell imports the package. Its three small helpers print a package object's code
+# without its docstring (the [API reference](../../api/) renders those), format a tensor's
+# shape and show rows of values as a table; you can skip it.
 
 # %% tags=["hide-input"]
 import ast
 import inspect
 import math
+import re
 import textwrap
 import warnings
 
 import matplotlib.pyplot as plt
 import torch
+from IPython.display import Markdown
 from matplotlib.colors import ListedColormap
 from matplotlib.patches import FancyBboxPatch, Rectangle
 from torch import nn
@@ -92,6 +94,27 @@ def show_source(obj):
 
 def shape(t):
     return str(tuple(t.shape))
+
+
+
+# Heatmaps (cells tagged "heatmap") keep their colours in the dark scheme, which inverts every
+# other figure: they are drawn on a transparent background with mid-grey text, legible on both.
+HEATMAP = {"figure.facecolor": "none", "axes.facecolor": "none", "savefig.transparent": True,
+           **{key: "#808080" for key in ("text.color", "axes.labelcolor", "axes.edgecolor",
+                                         "xtick.color", "ytick.color")}}
+
+
+def table(header, rows):
+    """Rows of values as a Markdown table (numbers right-aligned)."""
+    def cell(value):
+        return str(value).replace("|", "\\|").replace("_", "\\_")
+
+    numeric = [all(isinstance(row[j], (int, float)) or str(row[j]).replace(".", "").replace(
+        ",", "").isdigit() for row in rows) for j in range(len(header))]
+    lines = ["| " + " | ".join(header) + " |",
+             "| " + " | ".join("---:" if n else "---" for n in numeric) + " |"]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return Markdown("\n".join(lines))
 
 
 print("vanilla_transformer", vanilla_transformer.__version__, "| torch", torch.__version__)
@@ -196,7 +219,7 @@ The Transformer uses two masks, and a batch combines them:
 #   `(batch, 1, seq_len)` broadcasts over every query row;
 # - `Batch.make_std_mask`: the two combined with a logical *and*, the decoder's target mask.
 
-# %%
+# %% tags=["heatmap"]
 tgt_full = torch.tensor([[1, 4, 7, 3, 9, 0, 0]])        # start symbol 1, right-padded with 0
 batch = Batch(tgt_full, tgt_full, pad=0)
 tgt_in = batch.tgt                                       # the decoder input drops the last token
@@ -206,22 +229,22 @@ masks = {
     "padding_mask(tgt, pad=0)": padding_mask(tgt_in, 0)[0],
     "Batch.make_std_mask(tgt, pad=0)": batch.tgt_mask[0],
 }
-fig, axes = plt.subplots(1, 3, figsize=(7.5, 3.6),
-                         gridspec_kw={"width_ratios": [1, 1, 1]})
-cmap = ListedColormap(["#3b3b3b", "#f5d76e"])
-for ax, (title, m) in zip(axes, masks.items()):
-    ax.imshow(m.int(), cmap=cmap, vmin=0, vmax=1)
-    ax.set_title(title.replace("(", "\n("), fontsize=10)
-    ax.set_xticks(range(n), [str(t) for t in tgt_in[0].tolist()])
-    ax.set_xlabel("key (token id)")
-    if m.size(0) > 1:
-        ax.set_yticks(range(n), [str(t) for t in tgt_in[0].tolist()])
-        ax.set_ylabel("query (token id)")
-    else:
-        ax.set_yticks([0], ["every\nquery"])
-fig.suptitle("Keep-masks: yellow = may attend, dark = blocked", fontsize=10)
-fig.tight_layout()
-plt.show()
+with plt.rc_context(HEATMAP):
+    fig, axes = plt.subplots(1, 3, figsize=(6.8, 3.6))
+    cmap = ListedColormap(["#3b3b3b", "#f5d76e"])
+    for ax, (title, m) in zip(axes, masks.items()):
+        ax.imshow(m.int(), cmap=cmap, vmin=0, vmax=1)
+        ax.set_title(title.replace("(", "\n("), fontsize=10)
+        ax.set_xticks(range(n), [str(t) for t in tgt_in[0].tolist()])
+        ax.set_xlabel("key (token id)")
+        if m.size(0) > 1:
+            ax.set_yticks(range(n), [str(t) for t in tgt_in[0].tolist()])
+            ax.set_ylabel("query (token id)")
+        else:
+            ax.set_yticks([0], ["every\nquery"])
+    fig.suptitle("Keep-masks: yellow = may attend, dark = blocked", fontsize=10)
+    fig.tight_layout()
+    plt.show()
 assert torch.equal(batch.tgt_mask[0], subsequent_mask(n)[0] & padding_mask(tgt_in, 0)[0])
 
 # %% [markdown]
@@ -583,10 +606,10 @@ assert torch.equal(pos_enc.pe[0, 0], torch.tensor([0.0, 1.0] * 4))
 d_model = 8
 two_i = torch.arange(0, d_model, 2)
 div_term = torch.exp(two_i * -(math.log(10000.0) / d_model))
-print(" 2i   div_term   1/10000^(2i/d)   wavelength (positions)")
-for t, f in zip(two_i.tolist(), div_term.tolist()):
-    print(f"{t:3d}   {f:.6f}   {1 / 10000 ** (t / d_model):.6f}        {2 * math.pi / f:10.1f}")
 assert torch.allclose(div_term, 1 / 10000 ** (two_i / d_model))
+table(["2i", "div_term", "1/10000^(2i/d)", "wavelength (positions)"],
+      [(t, f"{f:.6f}", f"{1 / 10000 ** (t / d_model):.6f}", f"{2 * math.pi / f:.1f}")
+       for t, f in zip(two_i.tolist(), div_term.tolist())])
 
 # %% [markdown]
 # `torch.arange(0, d_model, 2)` has `d_model / 2` entries (for even `d_model`): one frequency per
@@ -646,15 +669,18 @@ assert pe20.shape == (100, 20)
 # The whole table as a heatmap: on the left (low features) the values change quickly with
 # position, on the right (high features) slowly. Every position gets a different row.
 
-# %%
+# %% tags=["heatmap"]
 pe64 = PositionalEncoding(d_model=64, dropout=0.0).pe[0, :100]
-fig, ax = plt.subplots(figsize=(7, 4))
-image = ax.imshow(pe64, aspect="auto", cmap="RdBu", vmin=-1, vmax=1)
-ax.set_xlabel("feature")
-ax.set_ylabel("position")
-ax.set_title("PositionalEncoding(d_model=64).pe[0, :100]")
-fig.colorbar(image, ax=ax)
-plt.show()
+with plt.rc_context(HEATMAP):
+    fig, ax = plt.subplots(figsize=(6.8, 4))
+    image = ax.imshow(pe64, aspect="auto", cmap="RdBu", vmin=-1, vmax=1)
+    ax.set_xticks(range(0, 64, 8))
+    ax.set_yticks(range(0, 100, 10))
+    ax.set_xlabel("feature")
+    ax.set_ylabel("position")
+    ax.set_title("PositionalEncoding(d_model=64).pe[0, :100]")
+    fig.colorbar(image, ax=ax)
+    plt.show()
 distances = torch.cdist(pe64, pe64).fill_diagonal_(float("inf"))
 print("smallest distance between the rows of two different positions:", f"{distances.min():.3f}")
 assert distances.min() > 0.1
@@ -763,16 +789,18 @@ assert torch.isfinite(LayerNorm(4)(constant)).all()
 
 # %%
 torch.manual_seed(0)
-print("   n   max |annotated - nn.LayerNorm|   median ratio   sqrt((n-1)/n)")
+rows = []
 for n_features in (4, 32, 512):
     x = torch.randn(64, n_features)
     ours, theirs = LayerNorm(n_features)(x), nn.LayerNorm(n_features)(x)
     ratio = (ours / theirs).median().item()
-    print(f"{n_features:4d}   {(ours - theirs).abs().max().item():.6f}"
-          f"                         {ratio:.5f}        {math.sqrt((n_features - 1) / n_features):.5f}")
-    assert abs(ratio - math.sqrt((n_features - 1) / n_features)) < 1e-3
+    expected = math.sqrt((n_features - 1) / n_features)
+    assert abs(ratio - expected) < 1e-3
+    rows.append((n_features, f"{(ours - theirs).abs().max().item():.6f}", f"{ratio:.5f}",
+                 f"{expected:.5f}"))
 biased = (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, unbiased=False, keepdim=True) + 1e-5)
 assert torch.allclose(nn.LayerNorm(512)(x), biased, atol=1e-5)
+table(["n", "max \\|annotated - nn.LayerNorm\\|", "median ratio", "sqrt((n-1)/n)"], rows)
 
 # %% [markdown]
 # `make_model(..., layer_norm="torch")` builds the model with `nn.LayerNorm` instead; the default
@@ -1002,10 +1030,11 @@ assert layer_out.shape == x0.shape
 from vanilla_transformer.analysis import format_shape_table, trace_shapes
 
 records = trace_shapes(e0, x0, src_pad_mask)
-print(format_shape_table(records))
 by_path = {r.path: r for r in records}
 assert by_path["feed_forward.w_1"].output == (2, 7, 64)
 assert by_path[""].output == tuple(x0.shape) and "self_attn.linears.3" in by_path
+lines = format_shape_table(records).splitlines()
+table(lines[0].split(), [re.split(r" {2,}", line) for line in lines[1:]])
 
 # %% [markdown]
 # ## `Encoder`
@@ -1227,7 +1256,7 @@ assert torch.allclose(full, two_steps) and full.size(-1) == small.config.d_model
 # source tokens of the first sequence are `0`) gets no weight in the encoder and in the source
 # attention, and the decoder's self-attention is lower triangular.
 
-# %%
+# %% tags=["heatmap"]
 with torch.no_grad(), keep_attention(small):
     small(src, tgt, src_pad_mask, tgt_mask)
 rows = {
@@ -1239,21 +1268,22 @@ src_labels, tgt_labels = [str(t) for t in src[0].tolist()], [str(t) for t in tgt
 short = {"encoder.layers[0].self_attn": "encoder self-attn",
          "decoder.layers[0].self_attn": "decoder self-attn",
          "decoder.layers[0].src_attn": "decoder src-attn"}
-fig, axes = plt.subplots(3, small.config.h, figsize=(7.5, 7))
-for r, (name, weights) in enumerate(rows.items()):
-    keys = tgt_labels if "decoder.layers[0].self" in name else src_labels
-    queries = src_labels if name.startswith("encoder") else tgt_labels
-    for head in range(small.config.h):
-        ax = axes[r, head]
-        ax.imshow(weights[head], cmap="viridis", vmin=0, vmax=weights.max().item())
-        ax.set_xticks(range(len(keys)), keys, fontsize=10)
-        ax.set_yticks(range(len(queries)), queries, fontsize=10)
-        ax.set_title(f"head {head}", fontsize=10)
-        if head == 0:
-            ax.set_ylabel(short[name], fontsize=11)
-fig.supxlabel("key (token id); rows: query (token id)", fontsize=11)
-fig.tight_layout()
-plt.show()
+with plt.rc_context(HEATMAP):
+    fig, axes = plt.subplots(3, small.config.h, figsize=(7.2, 7))
+    for r, (name, weights) in enumerate(rows.items()):
+        keys = tgt_labels if "decoder.layers[0].self" in name else src_labels
+        queries = src_labels if name.startswith("encoder") else tgt_labels
+        for head in range(small.config.h):
+            ax = axes[r, head]
+            ax.imshow(weights[head], cmap="viridis", vmin=0, vmax=weights.max().item())
+            ax.set_xticks(range(len(keys)), keys, fontsize=10)
+            ax.set_yticks(range(len(queries)), queries, fontsize=10)
+            ax.set_title(f"head {head}", fontsize=10)
+            if head == 0:
+                ax.set_ylabel(short[name], fontsize=11)
+    fig.supxlabel("key (token id); rows: query (token id)", fontsize=11)
+    fig.tight_layout()
+    plt.show()
 assert torch.all(rows["encoder.layers[0].self_attn"][..., 5:] == 0)
 assert torch.all(rows["decoder.layers[0].src_attn"][..., 5:] == 0)
 assert torch.equal(rows["decoder.layers[0].self_attn"] > 0,
@@ -1278,7 +1308,7 @@ assert torch.equal(rows["decoder.layers[0].self_attn"] > 0,
 # | after `view`: "(nbatches, length of the words, number of words, length of the embedding)" | `(batch, seq_len, h, d_k)`, then `(batch, h, seq_len, d_k)` after `transpose` | [splitting into heads](#splitting-into-heads-view-then-transpose) |
 # | `x` is "the attention score" | scores are $QK^\top/\sqrt{d_k}$; `x` is the weighted sum of values | [attention per head](#attention-per-head-and-the-masks-extra-axis) |
 # | the feed-forward network is "pre-trained", for the decoder | trained with the model, in every encoder and decoder layer | [`PositionwiseFeedForward`](#positionwisefeedforward) |
-# | positions are 1 .. max_len | 0 .. max_len − 1 | [`PositionalEncoding`](#positionalencoding) |
+# | positions are 1 .. max_len | 0 .. max_len - 1 | [`PositionalEncoding`](#positionalencoding) |
 # | `div_term` has shape `(d_model,)` | `(d_model/2,)` | [`div_term`](#div_term) |
 # | a pair of parentheses is missing in `div_term` | none is missing | [`div_term`](#div_term) |
 # | `position * div_term` is a dot product | an element-wise (outer) product under broadcasting | [`div_term`](#div_term) |

@@ -66,6 +66,12 @@ torch.set_num_threads(1)  # the models on this page are tiny: extra threads only
 torch.set_printoptions(precision=3, sci_mode=False, linewidth=100)
 print(f"PyTorch {torch.__version__}")
 
+# Heatmaps (cells tagged "heatmap") keep their colours in the dark scheme, which inverts every
+# other figure: they are drawn on a transparent background with mid-grey text, legible on both.
+HEATMAP = {"figure.facecolor": "none", "axes.facecolor": "none", "savefig.transparent": True,
+           **{key: "#808080" for key in ("text.color", "axes.labelcolor", "axes.edgecolor",
+                                         "xtick.color", "ytick.color")}}
+
 # %% [markdown]
 # ## The learning-rate schedule
 #
@@ -122,18 +128,20 @@ print([f"{lr:.3e}" for lr in seen])
 # tokens, padding id 0, with $\epsilon = 0.4$ to make the spread easy to see. The correct tokens
 # are 2, 1, 0, 3 and 3; the third row's target *is* padding.
 
-# %%
+# %% tags=["heatmap"]
 crit = LabelSmoothing(size=5, padding_idx=0, smoothing=0.4)
 predict = torch.tensor([[0, 0.2, 0.6, 0.1, 0.1]] * 5).log()  # log 0 = -inf for padding
 loss = crit(predict, torch.tensor([2, 1, 0, 3, 3]))
 
-fig, ax = plt.subplots(figsize=(4.5, 3.5))
-image = ax.imshow(crit.true_dist, cmap="viridis")
-ax.set_xlabel("token")
-ax.set_ylabel("row")
-ax.set_title("Target distribution (true_dist)")
-fig.colorbar(image)
-plt.show()
+with plt.rc_context(HEATMAP):
+    fig, ax = plt.subplots(figsize=(4.5, 3.5))
+    image = ax.imshow(crit.true_dist, cmap="viridis")
+    ax.set_xticks(range(5))
+    ax.set_yticks(range(5), [f"{i}: target {t}" for i, t in enumerate([2, 1, 0, 3, 3])])
+    ax.set_xlabel("token")
+    ax.set_title("Target distribution (true_dist)")
+    fig.colorbar(image)
+    plt.show()
 print(crit.true_dist)
 assert torch.allclose(crit.true_dist.sum(-1), torch.tensor([1.0, 1.0, 0.0, 1.0, 1.0]))
 
@@ -297,7 +305,7 @@ assert from_one[0, 0] == 1
 # self-attention and the decoder's attention over the source. Each panel is one head; rows are
 # query positions, columns key positions.
 
-# %%
+# %% tags=["heatmap"]
 src = held_out[:1]
 tgt = src[:, :-1]  # the decoder input: the target without its last token
 with torch.no_grad(), keep_attention(run.model):
@@ -309,16 +317,23 @@ maps = {
     "decoder-encoder attention": layer_dec.src_attn.attn[0],
 }
 h = config.model.h
-fig, axes = plt.subplots(3, h, figsize=(2.4 * h, 7.4))
-for row, (title, attn) in enumerate(maps.items()):
-    for head in range(h):
-        ax = axes[row, head]
-        ax.imshow(attn[head], cmap="viridis", vmin=0, vmax=1)
-        ax.set_xticks([])
-        ax.set_yticks([])
-        ax.set_title(f"{title}\nhead {head}" if head == 0 else f"head {head}", fontsize=8)
-fig.tight_layout()
-plt.show()
+src_tokens, tgt_tokens = [str(t) for t in src[0].tolist()], [str(t) for t in tgt[0].tolist()]
+with plt.rc_context(HEATMAP):
+    fig, axes = plt.subplots(3, h, figsize=(7, 6.8))
+    for row, (title, attn) in enumerate(maps.items()):
+        keys = tgt_tokens if title == "decoder self-attention" else src_tokens
+        queries = src_tokens if title.startswith("encoder") else tgt_tokens
+        for head in range(h):
+            ax = axes[row, head]
+            ax.imshow(attn[head], cmap="viridis", vmin=0, vmax=1)
+            ax.set_xticks(range(len(keys)), keys, fontsize=10, rotation=90)
+            ax.set_yticks(range(len(queries)), queries, fontsize=10)
+            ax.set_title(f"head {head}", fontsize=10)
+            if head == 0:
+                ax.set_ylabel(title.replace(" ", "\n", 1), fontsize=10)
+    fig.supxlabel("key (token); rows: query (token)", fontsize=10)
+    fig.tight_layout()
+    plt.show()
 cross = maps["decoder-encoder attention"].mean(0)  # (tgt_len, src_len), averaged over heads
 looks_ahead = (cross.argmax(-1) == torch.arange(1, 10)).float().mean().item()
 print(f"decoder position i attends most to source position i + 1 in "

@@ -50,6 +50,7 @@ import time
 
 import matplotlib.pyplot as plt
 import torch
+from IPython.display import Markdown
 
 from vanilla_transformer.data import (
     number_corpus,
@@ -73,6 +74,12 @@ SEED = 0
 torch.manual_seed(SEED)
 torch.set_num_threads(1)  # a small model: more threads only add overhead
 plt.rcParams.update({"font.size": 11})
+
+# Heatmaps (cells tagged "heatmap") keep their colours in the dark scheme, which inverts every
+# other figure: they are drawn on a transparent background with mid-grey text, legible on both.
+HEATMAP = {"figure.facecolor": "none", "axes.facecolor": "none", "savefig.transparent": True,
+           **{key: "#808080" for key in ("text.color", "axes.labelcolor", "axes.edgecolor",
+                                         "xtick.color", "ytick.color")}}
 print(f"PyTorch {torch.__version__}")
 assert torch.initial_seed() == SEED
 
@@ -88,9 +95,11 @@ assert torch.initial_seed() == SEED
 # %%
 SIZES = {"train": 20_000, "valid": 200, "test": 300}
 corpus = number_corpus("de", SIZES, seed=SEED)
-for english, german in corpus["train"][417:422] + corpus["test"][:3]:
-    print(f"{english:>62}  ->  {german}")
 assert {name: len(pairs) for name, pairs in corpus.items()} == SIZES
+examples = [("training", *pair) for pair in corpus["train"][417:422]]
+examples += [("test", *pair) for pair in corpus["test"][:3]]
+Markdown("\n".join(["| set | English | German |", "| --- | --- | --- |"]
+                   + [f"| {where} | {en} | {de} |" for where, en, de in examples]))
 
 # %% [markdown]
 # German is a good test of attention because its word order is not the English one. A number
@@ -263,16 +272,15 @@ for name, model in models.items():
         outputs[name, beam] = hyps
         scores[name, beam] = score_translations(hyps, german, bleu_tokenize="char")
 seconds = time.perf_counter() - start
-print(f"{len(english)} unseen numbers, decoded 4 ways in {seconds:.0f} s")
-print(f"{'model':<20} {'decoding':<9} {'BLEU':>6} {'chrF':>6} {'exact':>7}")
-for (name, beam), s in scores.items():
-    decoding = "greedy" if beam == 1 else f"beam {beam}"
-    row = f"{s.bleu:6.1f} {s.chrf:6.1f} {s.exact_match:6.1f} %"
-    print(f"{name:<20} {decoding:<9} {row}")
 best = max(s.exact_match for s in scores.values())
 assert best > 70
 for name in models:
     assert scores[name, 4].exact_match >= scores[name, 1].exact_match - 2
+rows = [f"| {name} | {'greedy' if beam == 1 else f'beam {beam}'} | {s.bleu:.1f} | {s.chrf:.1f} "
+        f"| {s.exact_match:.1f} % |" for (name, beam), s in scores.items()]
+Markdown(f"{len(english)} unseen numbers, decoded 4 ways in {seconds:.0f} s\n\n"
+         + "\n".join(["| model | decoding | BLEU | chrF | exact |",
+                       "| --- | --- | ---: | ---: | ---: |", *rows]))
 
 # %% [markdown]
 # Beam search keeps the four most probable prefixes at each step instead of one, so it can
@@ -309,7 +317,7 @@ assert len(wrong) == round(len(english) * (1 - right))
 # position that writes the German piece on the left (its queries); each column is an English
 # piece of the input (its keys); a row sums to 1.
 
-# %%
+# %% tags=["heatmap"]
 def cross_attention(model, tokenizer, text):
     """The last decoder layer's src_attn, mean over heads, and the pieces."""
     src = torch.tensor([tokenizer.encode(text) + [EOS]])
@@ -331,20 +339,21 @@ def pieces(text):
 # an unseen number whose last tens and units are separate English pieces, and 441
 unseen_example = next(e for e in english if pieces(e)[-2:-1] == ["▁forty-"])
 examples = [unseen_example, number_words(441)]
-fig, axes = plt.subplots(len(examples), 1, figsize=(7, 9), layout="constrained",
-                         height_ratios=[1.6, 1])
 maps = []
-for ax, text in zip(axes, examples):
-    weights, rows, columns = cross_attention(run.model, run.tokenizer, text)
-    maps.append((weights, rows, columns))
-    ax.imshow(weights, cmap="viridis", vmin=0, vmax=1, aspect="auto")
-    ax.set_xticks(range(len(columns)), columns, rotation=60, ha="right",
-                  rotation_mode="anchor", fontsize=11)
-    ax.set_yticks(range(len(rows)), rows, fontsize=11)
-    ax.set_xlabel("English piece read (key)")
-    ax.set_ylabel("German piece written (query)")
-    ax.set_title(text, fontsize=11)
-plt.show()
+with plt.rc_context(HEATMAP):
+    fig, axes = plt.subplots(len(examples), 1, figsize=(7, 9), layout="constrained",
+                             height_ratios=[1.6, 1])
+    for ax, text in zip(axes, examples):
+        weights, rows, columns = cross_attention(run.model, run.tokenizer, text)
+        maps.append((weights, rows, columns))
+        ax.imshow(weights, cmap="viridis", vmin=0, vmax=1, aspect="auto")
+        ax.set_xticks(range(len(columns)), columns, rotation=60, ha="right",
+                      rotation_mode="anchor", fontsize=11)
+        ax.set_yticks(range(len(rows)), rows, fontsize=11)
+        ax.set_xlabel("English piece read (key)")
+        ax.set_ylabel("German piece written (query)")
+        ax.set_title(text, fontsize=11)
+    plt.show()
 for weights, rows, columns in maps:
     # the last pieces: English "forty-", units, </s>; German units, "und...zig", </s>
     units, tens = weights[-3], weights[-2]

@@ -17,6 +17,13 @@
   ids with autorefs, and gives the headings named in `NOTEBOOK_ANCHORS` a stable id of their own,
   so the docstrings' links survive a heading's rewording: the build warns (and the strict build
   fails) if a named heading is no longer on its page.
+- A table printed by a Markdown page's code block is checked as text (its expected output,
+  ```` ```table ```` instead of ```` ```text ````) and shown as a table: the hook turns each such
+  block into Markdown, one table per run of lines whose columns are separated by two or more
+  spaces, the other lines as text. See `printed_table_markdown`.
+- Each notebook page offers its notebook for download: the hook writes `<page>.ipynb` (converted
+  from the page's jupytext source, without outputs) next to the page and puts a download button
+  at the top of the page, beside Material's own page actions.
 - A page may render an object of the package a second time (`::: vanilla_transformer.x.y` in an
   article, to show its docstring and source there). Cross-references to that object keep going to
   its entry in the API reference.
@@ -52,6 +59,92 @@ NOTEBOOK_ANCHORS = {
 }
 
 _NBCONVERT_MATHJAX = re.compile(r"<!-- Load mathjax -->.*?<!-- End of mathjax configuration -->", re.DOTALL)
+
+
+# A fenced block of printed output to show as a table (```table ... ```, alone on their lines).
+_TABLE_FENCE = re.compile(r"^```table[ \t]*\n(?P<body>.*?)\n```[ \t]*$", re.MULTILINE | re.DOTALL)
+_RULE = re.compile(r"^\s*-{3,}\s*$")
+_GUTTER = 2  # columns of printed tables are separated by at least this many spaces
+_NUMBER = re.compile(r"^[-+]?[\d,.]+(e[-+]?\d+)?( ?(%|B|KiB|MiB|GiB|TiB|x|s|ms))?$")
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]|<>#])")
+
+
+def _is_row(line: str) -> bool:
+    return len(re.split(r" {2,}", line.strip())) >= 2
+
+
+def _columns(lines: list[str]) -> list[tuple[int, int]]:
+    """The (start, end) character spans of the columns of aligned text lines."""
+    width = max(len(line) for line in lines)
+    used = [any(i < len(line) and line[i] != " " for line in lines) for i in range(width)]
+    spans, start, blank = [], None, 0
+    for i, filled in enumerate(used + [False] * _GUTTER):
+        if filled:
+            if start is None:
+                start = i
+            blank = 0
+        elif start is not None:
+            blank += 1
+            if blank == _GUTTER:
+                spans.append((start, i - _GUTTER + 1))
+                start = None
+    return spans
+
+
+def _cell(text: str, bold: bool = False) -> str:
+    text = _MD_SPECIAL.sub(r"\\\1", text.strip())
+    return f"**{text}**" if bold and text else text
+
+
+def _table(lines: list[str]) -> list[str]:
+    """A Markdown table from aligned lines. The first line is the header when a rule follows it
+    or when it holds no digit; a row after a later rule (a total) is bold."""
+    rows = [line for line in lines if not _RULE.match(line)]
+    spans = _columns(rows)
+    cells = [[line[a:b].strip() for a, b in spans] for line in rows]
+    header_given = (len(lines) > 1 and _RULE.match(lines[1])) or not re.search(r"\d", lines[0])
+    header = cells.pop(0) if header_given else [""] * len(spans)
+    body_lines = lines[2:] if header_given and _RULE.match(lines[1]) else lines[1 if header_given else 0:]
+    bold_from = None
+    for i, line in enumerate(body_lines):
+        if _RULE.match(line):
+            bold_from = sum(1 for l in body_lines[:i] if not _RULE.match(l))
+    numeric = [all(_NUMBER.match(row[j]) for row in cells if row[j]) and any(row[j] for row in cells)
+               for j in range(len(spans))]
+    out = ["| " + " | ".join(_cell(h) for h in header) + " |",
+           "| " + " | ".join("---:" if n else "---" for n in numeric) + " |"]
+    for i, row in enumerate(cells):
+        bold = bold_from is not None and i >= bold_from
+        out.append("| " + " | ".join(_cell(c, bold) for c in row) + " |")
+    return out
+
+
+def printed_table_markdown(text: str) -> str:
+    """Printed output as Markdown: each run of two or more lines with aligned columns (rules of
+    dashes included) becomes a table, every other line a line of text."""
+    lines = text.splitlines()
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        j = i
+        while j < len(lines) and (_is_row(lines[j]) or (_RULE.match(lines[j]) and j > i)):
+            j += 1
+        if j - i >= 2:
+            out += ["", *_table(lines[i:j]), ""]
+            i = j
+            continue
+        if lines[i].strip():
+            out.append(_cell(lines[i]) + "<br>")
+        else:
+            out.append("")
+        i += 1
+    body = "\n".join(out).replace("<br>\n\n", "\n\n").strip()
+    body = body.removesuffix("<br>")
+    return f'<div class="printed-table" markdown>\n\n{body}\n\n</div>'
+
+
+def on_page_markdown(markdown: str, page, config: MkDocsConfig, files) -> str:
+    return _TABLE_FENCE.sub(lambda m: printed_table_markdown(m.group("body")), markdown)
 
 
 def on_config(config: MkDocsConfig) -> MkDocsConfig:
@@ -111,9 +204,34 @@ def _nest(headings: list[dict]) -> list[dict]:
     return roots
 
 
+# Notebooks to write at the end of the build: (jupytext source, destination in the site).
+_notebooks: list[tuple[Path, Path]] = []
+# Material's "download" icon (Material Design Icons, Apache 2.0).
+_DOWNLOAD_ICON = (
+    '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" aria-hidden="true">'
+    '<path d="M5 20h14v-2H5m14-9h-4V3H9v6H5l7 7 7-7Z"/></svg>'
+)
+
+
+def notebook_name(page) -> str:
+    """The file name of a notebook page's downloadable notebook."""
+    return Path(page.file.src_uri).stem + ".ipynb"
+
+
+def _download_button(page, config: MkDocsConfig) -> str:
+    name = notebook_name(page)
+    site_dir = Path(config.site_dir)
+    _notebooks.append((Path(page.file.abs_src_path), site_dir / Path(page.file.dest_uri).parent / name))
+    return (
+        f'<a href="{name}" download class="md-content__button md-icon notebook-download" '
+        f'title="Download this page as a Jupyter notebook ({name})" '
+        f'aria-label="Download this page as a Jupyter notebook">{_DOWNLOAD_ICON}</a>\n'
+    )
+
+
 def on_page_content(html: str, page, config: MkDocsConfig, files) -> str:
     if "jupyter-wrapper" in html:
-        html = _NBCONVERT_MATHJAX.sub("", html)
+        html = _download_button(page, config) + _NBCONVERT_MATHJAX.sub("", html)
         parser = _Headings()
         parser.feed(html)
         page.toc = get_toc(_nest(parser.headings))
@@ -143,6 +261,21 @@ def _register_notebook_anchors(page, headings: list[dict], config: MkDocsConfig)
                 f"site hook: {src_path} has no heading {name!r} for the cross-reference id "
                 f"{identifier!r}; update NOTEBOOK_ANCHORS in docs/hooks/site.py"
             )
+
+
+def on_pre_build(config: MkDocsConfig) -> None:
+    _notebooks.clear()
+
+
+def on_post_build(config: MkDocsConfig) -> None:
+    """Write each notebook page's notebook (jupytext source to .ipynb, without outputs)."""
+    import jupytext
+
+    for source, target in _notebooks:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        jupytext.write(jupytext.read(source), target, fmt="ipynb")
+    if _notebooks:
+        log.info("site hook: wrote %d notebook(s) for download", len(_notebooks))
 
 
 @event_priority(0)  # before autorefs applies the cross-references (its on_env runs at -50)

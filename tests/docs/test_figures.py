@@ -1,12 +1,19 @@
-"""Checks of the figure scripts drawn for the *Vanilla Transformer explained* page.
+"""Checks of the figures of the site.
 
-The page itself (docs/articles/vanilla-transformer-explained.md) is run by pytest-codeblocks; these
-tests check the numbers the two figures plot, against the package's own modules.
+- The figure scripts drawn for the *Vanilla Transformer explained* page: the page itself
+  (docs/articles/vanilla-transformer-explained.md) is run by pytest-codeblocks; these tests check
+  the numbers the two figures plot, against the package's own modules.
+- Heatmaps: every figure script that draws an image (`imshow`, `matshow`, `pcolormesh`) labels
+  its ticks, checked on the drawn figure; every notebook cell that draws one is tagged "heatmap"
+  (the dark scheme shows it as drawn instead of inverting its colour map), draws it in the
+  transparent mid-grey style `HEATMAP`, and neither hides its ticks nor labels them below 10 pt
+  (11.8 px at the 85% that docs/javascripts/figures.js keeps at least).
 """
 
 from __future__ import annotations
 
 import math
+import re
 import runpy
 from pathlib import Path
 
@@ -15,7 +22,8 @@ import torch
 
 from vanilla_transformer.model import LayerNorm
 
-FIGURES = Path(__file__).resolve().parents[2] / "docs" / "figures"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+FIGURES = DOCS / "figures"
 
 
 @pytest.fixture(scope="module")
@@ -62,4 +70,78 @@ def test_figures_draw(name):
 
     fig = runpy.run_path(str(FIGURES / f"{name}.py"))["draw"]()
     assert len(fig.axes) == 2
+    plt.close(fig)
+
+
+HEATMAP_CALL = re.compile(r"\.(imshow|matshow|pcolormesh)\(")
+HIDDEN_TICKS = re.compile(r"set_[xy]ticks\(\[\]\)|axis\(\s*[\"']off|tick_params\([^)]*label\w*=False")
+SMALL_FONT = re.compile(r"fontsize=([0-9.]+)")
+
+
+def notebook_cells() -> list[tuple[str, int, list[str], str]]:
+    """(page, cell number, tags, source) of every code cell of the notebook pages."""
+    import jupytext
+
+    cells = []
+    for path in sorted([*DOCS.glob("articles/*.py"), *DOCS.glob("guides/*.py")]):
+        notebook = jupytext.read(path)
+        for i, cell in enumerate(notebook.cells):
+            if cell.cell_type == "code":
+                cells.append((path.relative_to(DOCS).as_posix(), i, cell.metadata.get("tags", []),
+                              cell.source))
+    return cells
+
+
+def heatmap_problems(page: str, number: int, tags: list[str], source: str) -> list[str]:
+    where = f"{page}, cell {number}"
+    problems = []
+    if "heatmap" not in tags:
+        problems.append(f"{where} draws a heatmap but is not tagged \"heatmap\"")
+    if "rc_context(HEATMAP)" not in source:
+        problems.append(f"{where} does not draw inside plt.rc_context(HEATMAP)")
+    if HIDDEN_TICKS.search(source):
+        problems.append(f"{where} hides the tick labels of a heatmap")
+    if not re.search(r"set_[xy]ticks\(", source):
+        problems.append(f"{where} does not label the ticks with the tokens or positions")
+    small = [float(size) for size in SMALL_FONT.findall(source) if float(size) < 10]
+    if small:
+        problems.append(f"{where} labels text at {min(small):g} pt, below 10 pt")
+    return problems
+
+
+def test_every_notebook_heatmap_is_tagged_and_labelled():
+    cells = [c for c in notebook_cells() if HEATMAP_CALL.search(c[3])]
+    assert len(cells) >= 5, "the notebook pages draw fewer heatmaps than expected"
+    problems = [p for cell in cells for p in heatmap_problems(*cell)]
+    assert not problems, "\n".join(problems)
+    tagged = [c for c in notebook_cells() if "heatmap" in c[2] and not HEATMAP_CALL.search(c[3])]
+    assert not tagged, f"tagged \"heatmap\" without drawing one: {[c[:2] for c in tagged]}"
+
+
+def test_the_heatmap_check_catches_each_bad_form():
+    good = 'with plt.rc_context(HEATMAP):\n    ax.imshow(w)\n    ax.set_xticks(range(3), keys)\n'
+    assert heatmap_problems("p", 0, ["heatmap"], good) == []
+    assert heatmap_problems("p", 0, [], good)
+    assert heatmap_problems("p", 0, ["heatmap"], good.replace("rc_context(HEATMAP)", "figure()"))
+    assert heatmap_problems("p", 0, ["heatmap"], good + "ax.set_yticks([])\n")
+    assert heatmap_problems("p", 0, ["heatmap"], good + 'ax.axis("off")\n')
+    assert heatmap_problems("p", 0, ["heatmap"], good.replace("keys)", "keys, fontsize=8)"))
+    assert heatmap_problems("p", 0, ["heatmap"], "with plt.rc_context(HEATMAP):\n    ax.imshow(w)\n")
+
+
+@pytest.mark.parametrize("script", sorted(FIGURES.glob("[!_]*.py")), ids=lambda p: p.stem)
+def test_figure_script_heatmaps_label_their_ticks(script):
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    if not HEATMAP_CALL.search(script.read_text(encoding="utf-8")):
+        pytest.skip("draws no heatmap")
+    fig = runpy.run_path(str(script))["draw"]()
+    fig.canvas.draw()
+    for ax in fig.axes:
+        if ax.images or ax.collections and any(type(c).__name__ == "QuadMesh" for c in ax.collections):
+            for labels in (ax.get_xticklabels(), ax.get_yticklabels()):
+                assert any(t.get_text().strip() for t in labels), f"{script.name}: a heatmap without tick labels"
     plt.close(fig)

@@ -10,7 +10,10 @@ Playwright. They check what a reader would see and what the strict build cannot:
 - every image has loaded and has alt text;
 - the search finds the API entries, a cross-reference from an article lands on its API entry, and
   instant navigation typesets the math of the page it brings in;
-- every internal link and anchor of every built page resolves (a crawler over the HTML files).
+- every internal link and anchor of every built page resolves (a crawler over the HTML files);
+- tables are shown as tables, not as printed text; nothing is wider than the text column at
+  1400 px; heatmaps keep their colours in the dark scheme; figures open in a lightbox; every
+  notebook page offers its notebook for download.
 
 VANILLA_TRANSFORMER_SITE_DIR points the tests at another build directory.
 """
@@ -156,13 +159,23 @@ def test_every_page_renders_self_contained(site, origin, tab, capsys):
     )
 
 
-def test_search_finds_api_entries(origin, tab):
+@pytest.mark.parametrize(
+    ("query", "entry"),
+    [
+        ("MultiHeadedAttention", "/api/model/attention/#vanilla_transformer.model.attention.MultiHeadedAttention"),
+        # names with `_` are split by the search's separator (mkdocs.yml), so they are found whole
+        ("make_model", "/api/model/encoder_decoder/#vanilla_transformer.model.encoder_decoder.make_model"),
+        ("subsequent_mask", "/api/model/masks/#vanilla_transformer.model.masks.subsequent_mask"),
+    ],
+)
+def test_search_finds_api_entries(origin, tab, query, entry):
     tab.goto(origin + "/", wait_until="load")
-    tab.fill("input.md-search__input", "MultiHeadedAttention")
+    tab.fill("input.md-search__input", query)
     results = tab.locator(".md-search-result__item")
     results.first.wait_for(state="attached", timeout=TIMEOUT_MS)
-    hrefs = tab.eval_on_selector_all(".md-search-result__item a", "links => links.map(a => a.href)")
-    assert any("/api/model/attention/" in href for href in hrefs), hrefs
+    hrefs = tab.eval_on_selector_all(".md-search-result a", "links => links.map(a => a.href)")
+    found = [re.sub(r"\?h=[^#]*", "", href) for href in hrefs]  # without the highlight query
+    assert any(href.endswith(entry) for href in found), found
     blocked, errors = tab.recorder.take()
     assert not blocked and not errors, blocked + errors
 
@@ -389,7 +402,18 @@ LAYOUT = """() => {
   const content = document.querySelector('.md-content__inner');
   const out = {scrollWidth: document.scrollingElement.scrollWidth, innerWidth: innerWidth,
                content: content ? content.getBoundingClientRect().width : 0,
-               formulas: [], pres: [], figures: [], editors: [], prompts: 0};
+               formulas: [], pres: [], figures: [], editors: [], prompts: 0, blocks: []};
+  const column = content ? content.getBoundingClientRect().right : innerWidth;
+  const blocks = '.md-content pre, .md-content pre > code, .md-content .md-typeset__scrollwrap, '
+    + '.md-content table, '
+    + '.jupyter-wrapper .jp-OutputArea-output';
+  for (const el of document.querySelectorAll(blocks)) {
+    if (el.offsetParent === null) continue;
+    const box = el.getBoundingClientRect();
+    out.blocks.push({what: el.tagName.toLowerCase() + '.' + (el.className || '').split(' ')[0],
+                     text: el.textContent.trim().slice(0, 60), past: box.right - column,
+                     scrolls: el.scrollWidth > el.clientWidth + 1});
+  }
   for (const el of document.querySelectorAll('.md-content div.arithmatex, .jupyter-wrapper mjx-container[display="true"]')) {
     const svg = el.querySelector('svg');
     out.formulas.push({tex: el.textContent.trim().slice(0, 60), width: svg ? svg.getBoundingClientRect().width : 0});
@@ -451,10 +475,8 @@ def phone(site, browser, origin):
 
 @pytest.fixture(scope="module")
 def desktop(site, browser, origin):
-    """The layout at 1400 px of the pages with a figure or a notebook."""
-    pages = [p for p in site_pages(site) if re.search(r"assets/figures/|jupyter-wrapper",
-                                                        _read(site / p.lstrip("/") / "index.html"))]
-    return _layouts(browser, origin, pages, DESKTOP)
+    """The layout of every page at 1400 px, loaded once."""
+    return _layouts(browser, origin, site_pages(site), DESKTOP)
 
 
 def test_display_formulas_are_visible_on_a_phone(phone):
@@ -481,6 +503,35 @@ def test_code_and_output_blocks_scroll_inside_themselves(phone):
             if pre["whiteSpace"] not in ("pre", "pre-line") and pre["overflows"]:
                 problems.append(f"{path}: {pre['text']!r} wraps its lines ({pre['whiteSpace']})")
     assert not problems, "\n".join(problems[:50])
+
+
+# The API reference shows the package's source, whose lines are longer than the text column.
+API_PAGES = "/api/"
+
+
+def _too_wide(desktop, kinds) -> list[str]:
+    return [
+        f"{path}: {block['what']} {block['text']!r} "
+        + ("scrolls sideways" if block["scrolls"] else f"reaches {block['past']:.0f} px past the text")
+        for path, layout in desktop.items() for block in layout["blocks"]
+        if (block["scrolls"] or block["past"] > 1) and not path.startswith(API_PAGES)
+        and block["what"].split(".")[0] in kinds
+    ]
+
+
+def test_no_table_is_wider_than_the_text_column_on_a_desktop(desktop):
+    """At 1400 px no table of the pages people read needs a scroll bar or reaches past the text
+    column (on a phone tables scroll inside themselves, which is fine there)."""
+    assert sum(block["what"] == "table." for layout in desktop.values() for block in layout["blocks"]) > 10
+    problems = _too_wide(desktop, ("table", "div"))
+    assert not problems, f"wider than the text column at {DESKTOP} px:\n" + "\n".join(problems[:60])
+
+
+@pytest.mark.xfail(reason="some code cells still have lines longer than the text column holds", strict=False)
+def test_no_code_block_is_wider_than_the_text_column_on_a_desktop(desktop):
+    """At 1400 px no code or output block of the pages people read needs a scroll bar."""
+    problems = _too_wide(desktop, ("pre", "code"))
+    assert not problems, f"wider than the text column at {DESKTOP} px:\n" + "\n".join(problems[:60])
 
 
 def test_figure_text_is_at_least_11_px(site, phone, desktop):
@@ -517,28 +568,133 @@ def test_notebook_cells_use_the_full_width_without_prompts(phone, desktop):
     assert notebooks, "no notebook page found"
 
 
+HEATMAP_IMG = ".jupyter-wrapper .celltag_heatmap .jp-RenderedImage img"
+OTHER_IMG = (".md-content img[src*='assets/figures/'], "
+             ".jupyter-wrapper .jp-Cell:not(.celltag_heatmap) .jp-RenderedImage img")
+
+
+def _pages_with(site: Path, fragment: str) -> list[str]:
+    return [p for p in site_pages(site) if fragment in _read(site / p.lstrip("/") / "index.html")]
+
+
+def _context(browser, origin, scheme):
+    context = browser.new_context(viewport={"width": DESKTOP, "height": 900}, color_scheme=scheme)
+    context.route("**/*", lambda route: route.continue_() if route.request.url.startswith(origin) else route.abort())
+    return context
+
+
 def test_figures_are_not_white_cards_in_dark_mode(site, browser, origin):
+    """In the dark scheme no figure is a light card. Drawings are inverted by CSS; heatmaps are
+    not (inverting a colour map flips "bright = high"): they are drawn on a transparent background,
+    so the page shows through their margins."""
     from io import BytesIO
 
     from PIL import Image, ImageStat
 
-    pages = [p for p in site_pages(site) if "assets/figures/" in _read(site / p.lstrip("/") / "index.html")][:2]
-    pages += [p for p in site_pages(site) if "jp-RenderedImage" in _read(site / p.lstrip("/") / "index.html")][:1]
-    assert pages, "no page shows a figure"
-    context = browser.new_context(viewport={"width": DESKTOP, "height": 900}, color_scheme="dark")
-    context.route("**/*", lambda route: route.continue_() if route.request.url.startswith(origin) else route.abort())
+    pages = [(p, OTHER_IMG) for p in _pages_with(site, "assets/figures/")[:2]]
+    pages += [(p, OTHER_IMG) for p in _pages_with(site, "jp-RenderedImage")[:1]]
+    pages += [(p, HEATMAP_IMG) for p in _pages_with(site, "celltag_heatmap")[:2]]
+    assert len(pages) == 5, "expected pages with drawings, notebook figures and heatmaps"
+    context = _context(browser, origin, "dark")
     page = context.new_page()
-    bright = []
+    problems = []
     try:
-        for path in pages:
+        for path, selector in pages:
             page.goto(origin + path, wait_until="load")
             assert page.evaluate("() => document.body.getAttribute('data-md-color-scheme')") == "slate"
-            image = page.locator(".md-content img[src*='assets/figures/'], .jupyter-wrapper .jp-RenderedImage img").first
+            image = page.locator(selector).first
             image.scroll_into_view_if_needed()
+            inverted = "invert" in image.evaluate("(img) => getComputedStyle(img).filter")
+            if inverted != (selector == OTHER_IMG):
+                problems.append(f"{path}: {selector} is {'' if inverted else 'not '}inverted")
             shot = Image.open(BytesIO(image.screenshot())).convert("L")
-            mean = ImageStat.Stat(shot).mean[0]
-            if mean > 110:
-                bright.append(f"{path}: first figure has mean brightness {mean:.0f} of 255")
+            width, height = shot.size
+            margin = shot.crop((0, 0, width, max(2, height // 50)))  # the top edge: background
+            for name, region in (("figure", shot), ("top margin", margin)):
+                mean = ImageStat.Stat(region).mean[0]
+                if mean > 110:
+                    problems.append(f"{path}: {name} of the first figure has brightness {mean:.0f} of 255")
     finally:
         context.close()
-    assert not bright, "figures shown as light cards in dark mode:\n" + "\n".join(bright)
+    assert not problems, "figures shown as light cards in dark mode:\n" + "\n".join(problems)
+
+
+def test_printed_tables_are_shown_as_tables(site):
+    """No page shows a table as printed text: an output block of three or more lines that each
+    hold three columns or more, separated by runs of spaces, is a table printed as code."""
+    output = re.compile(
+        r'<div class="(?:language-text highlight|jp-RenderedText[^"]*)"[^>]*>\s*<pre>(.*?)</pre>', re.DOTALL
+    )
+    problems, tables = [], 0
+    for path in site_pages(site):
+        html = _read(site / path.lstrip("/") / "index.html")
+        tables += html.count("<table")
+        for match in output.finditer(html):
+            text = re.sub(r"<[^>]+>", "", match.group(1))
+            rows = [line for line in text.splitlines() if len(re.findall(r"\S {2,}(?=\S)", line)) >= 2]
+            if len(rows) >= 3 and "tensor(" not in text:
+                problems.append(f"{path}: {rows[0].strip()[:70]!r}")
+    assert tables > 10, "the pages show fewer tables than expected"
+    assert not problems, "tables printed as text:\n" + "\n".join(problems)
+
+
+def test_figures_open_in_a_lightbox(site, browser, origin):
+    """Clicking a figure opens it in the lightbox at least as large as on the page, in both
+    schemes, without a console error."""
+    pages = _pages_with(site, "assets/figures/")[:1] + _pages_with(site, "celltag_heatmap")[:1]
+    assert len(pages) == 2
+    selector = "a.glightbox img[src*='assets/figures/'], .celltag_heatmap a.glightbox img"
+    problems, errors = [], []
+    for scheme in ("light", "dark"):
+        context = _context(browser, origin, scheme)
+        page = context.new_page()
+        page.set_default_timeout(TIMEOUT_MS)
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        try:
+            for path in pages:
+                page.goto(origin + path, wait_until="load")
+                image = page.locator(selector).first
+                image.scroll_into_view_if_needed()
+                shown = image.bounding_box()["width"]
+                image.click()
+                big = page.locator(".glightbox-container .gslide.current img")
+                big.wait_for(state="visible")
+                page.wait_for_timeout(800)  # the opening animation
+                box = big.bounding_box()
+                if box is None or box["width"] < shown - 1:
+                    problems.append(f"{scheme} {path}: the lightbox shows the figure smaller than the page")
+                # figures have transparent backgrounds and dark text: not on the dark overlay
+                if big.evaluate("(img) => getComputedStyle(img).backgroundColor") in ("rgba(0, 0, 0, 0)", "transparent"):
+                    problems.append(f"{scheme} {path}: the enlarged figure has no background of its own")
+                page.keyboard.press("Escape")
+                page.locator(".glightbox-container").wait_for(state="detached")
+        finally:
+            context.close()
+    problems += [f"console error: {e}" for e in errors]
+    assert not problems, "\n".join(problems)
+
+
+def test_notebook_pages_offer_their_notebook(site, origin, tab):
+    """Every notebook page has a download button for its .ipynb, which is served and is a valid
+    notebook with the page's cells."""
+    import urllib.request
+
+    import nbformat
+
+    pages = _pages_with(site, "jupyter-wrapper")
+    assert len(pages) >= 4
+    for path in pages:
+        tab.goto(origin + path, wait_until="load")
+        link = tab.locator("a.notebook-download[download]")
+        assert link.count() == 1, f"{path}: no download button"
+        assert link.is_visible(), f"{path}: the download button is hidden"
+        url = link.evaluate("(a) => a.href")
+        assert url.endswith(".ipynb"), url
+        with urllib.request.urlopen(url) as response:
+            notebook = nbformat.reads(response.read().decode("utf-8"), as_version=4)
+        nbformat.validate(notebook)
+        title = tab.evaluate("() => document.querySelector('.jupyter-wrapper h1').textContent")
+        first = next(c for c in notebook.cells if c.cell_type == "markdown")
+        assert title.replace("¶", "").strip() in first.source, f"{path}: {url} holds another page"
+        assert sum(c.cell_type == "code" for c in notebook.cells) >= 3

@@ -47,7 +47,7 @@ def _ends_visibly(source: str) -> bool:
     if isinstance(last, ast.Expr) and isinstance(last.value, ast.Call):
         func = last.value.func
         name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-        return name in {"print", "show", "show_source"}
+        return name in {"print", "show", "show_source", "table"}  # table: a displayed table
     return False
 
 
