@@ -99,9 +99,21 @@ def shape(t):
 
 # Heatmaps (cells tagged "heatmap") keep their colours in the dark scheme, which inverts every
 # other figure: they are drawn on a transparent background with mid-grey text, legible on both.
-HEATMAP = {"figure.facecolor": "none", "axes.facecolor": "none", "savefig.transparent": True,
-           **{key: "#808080" for key in ("text.color", "axes.labelcolor", "axes.edgecolor",
-                                         "xtick.color", "ytick.color")}}
+HEATMAP = {
+    "figure.facecolor": "none",
+    "axes.facecolor": "none",
+    "savefig.transparent": True,
+    **{
+        key: "#808080"
+        for key in (
+            "text.color",
+            "axes.labelcolor",
+            "axes.edgecolor",
+            "xtick.color",
+            "ytick.color",
+        )
+    },
+}
 
 
 def table(header, rows):
@@ -109,15 +121,23 @@ def table(header, rows):
     def cell(value):
         return str(value).replace("|", "\\|").replace("_", "\\_")
 
-    numeric = [all(isinstance(row[j], (int, float)) or str(row[j]).replace(".", "").replace(
-        ",", "").isdigit() for row in rows) for j in range(len(header))]
+    numeric = [
+        all(
+            isinstance(row[j], (int, float))
+            or str(row[j]).replace(".", "").replace(",", "").isdigit()
+            for row in rows
+        )
+        for j in range(len(header))
+    ]
     lines = ["| " + " | ".join(header) + " |",
              "| " + " | ".join("---:" if n else "---" for n in numeric) + " |"]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
     return Markdown("\n".join(lines))
 
 
-print("vanilla_transformer", vanilla_transformer.__version__, "| torch", torch.__version__)
+print(
+    "vanilla_transformer", vanilla_transformer.__version__, "| torch", torch.__version__
+)
 
 # %% [markdown]
 # ## `clones`: N independent copies
@@ -204,14 +224,15 @@ assert torch.allclose(out, weights @ v)
 # PyTorch's `key_padding_mask`.
 
 # %%
-keep = torch.tensor([[[1, 1, 0, 0]]])  # (batch, 1, key_len): the last two keys are blocked
+# (batch, 1, key_len): the last two keys are blocked
+keep = torch.tensor([[[1, 1, 0, 0]]])
 _, w_masked = attention(q, k, v, mask=keep)
 print(w_masked)
 assert torch.all(w_masked[..., 2:] == 0)            # where the mask is 0: no weight
 assert torch.allclose(w_masked.sum(-1), torch.ones(1, 4))
 
 # %% [markdown]
-The Transformer uses two masks, and a batch combines them:
+# The Transformer uses two masks, and a batch combines them:
 #
 # - `subsequent_mask(n)`: query `i` may look at keys `0..i` only (the decoder must not peek at
 #   the tokens it is about to predict);
@@ -220,9 +241,11 @@ The Transformer uses two masks, and a batch combines them:
 # - `Batch.make_std_mask`: the two combined with a logical *and*, the decoder's target mask.
 
 # %% tags=["heatmap"]
-tgt_full = torch.tensor([[1, 4, 7, 3, 9, 0, 0]])        # start symbol 1, right-padded with 0
+# start symbol 1, right-padded with 0
+tgt_full = torch.tensor([[1, 4, 7, 3, 9, 0, 0]])
 batch = Batch(tgt_full, tgt_full, pad=0)
-tgt_in = batch.tgt                                       # the decoder input drops the last token
+# the decoder input drops the last token
+tgt_in = batch.tgt
 n = tgt_in.size(1)
 masks = {
     f"subsequent_mask({n})": subsequent_mask(n)[0],
@@ -245,7 +268,9 @@ with plt.rc_context(HEATMAP):
     fig.suptitle("Keep-masks: yellow = may attend, dark = blocked", fontsize=10)
     fig.tight_layout()
     plt.show()
-assert torch.equal(batch.tgt_mask[0], subsequent_mask(n)[0] & padding_mask(tgt_in, 0)[0])
+assert torch.equal(
+    batch.tgt_mask[0], subsequent_mask(n)[0] & padding_mask(tgt_in, 0)[0]
+)
 
 # %% [markdown]
 # ## `MultiHeadedAttention`
@@ -381,9 +406,16 @@ proj = (10 * torch.arange(seq_len).unsqueeze(1) + torch.arange(h * d_k)).unsquee
 viewed = proj.view(1, -1, h, d_k)
 split = viewed.transpose(1, 2)
 print("projection (batch, seq_len, d_model) =", shape(proj), "\n", proj, "\n")
-print("view(1, -1, h, d_k) -> (batch, seq_len, h, d_k) =", shape(viewed), "\n", viewed, "\n")
+print(
+    "view(1, -1, h, d_k) -> (batch, seq_len, h, d_k) =",
+    shape(viewed),
+    "\n",
+    viewed,
+    "\n",
+)
 print("transpose(1, 2) -> (batch, h, seq_len, d_k) =", shape(split), "\n", split)
-assert torch.equal(split[0, 1], proj[0, :, 4:8])  # head 1 = features 4..7 of every position
+# head 1 = features 4..7 of every position
+assert torch.equal(split[0, 1], proj[0, :, 4:8])
 
 # %% [markdown]
 # Why not reshape straight to `(batch, h, seq_len, d_k)`? Because a reshape never moves an
@@ -401,7 +433,8 @@ wrong = proj.reshape(1, h, -1, d_k)
 print("\ndirect reshape(1, h, -1, d_k):\n", wrong)
 print("same as view + transpose?", torch.equal(wrong, split))
 assert not torch.equal(wrong, split)
-assert torch.equal(wrong[0, 0, 1], proj[0, 0, 4:8])  # "head 0" holds part of position 0 twice
+# "head 0" holds part of position 0 twice
+assert torch.equal(wrong[0, 0, 1], proj[0, 0, 4:8])
 
 # %% [markdown]
 # The figure below draws the split. Each cell shows its `10·t + f`
@@ -422,8 +455,17 @@ def draw_blocks(ax, blocks, titles, block_title):
             for c in range(cols):
                 value = int(block[r, c])
                 head = (value % 10) // d_k
-                ax.add_patch(Rectangle((x0 + c, -r - 1), 1, 1, fc=HEAD_COLOURS[head], ec="white"))
-                ax.text(x0 + c + 0.5, -r - 0.5, str(value), ha="center", va="center", fontsize=10)
+                ax.add_patch(
+                    Rectangle((x0 + c, -r - 1), 1, 1, fc=HEAD_COLOURS[head], ec="white")
+                )
+                ax.text(
+                    x0 + c + 0.5,
+                    -r - 0.5,
+                    str(value),
+                    ha="center",
+                    va="center",
+                    fontsize=10,
+                )
         ax.text(x0 + cols / 2, 0.3, title, ha="center", va="bottom", fontsize=10)
         x0 += cols + 1
     ax.set_xlim(-0.2, x0)
@@ -436,15 +478,27 @@ def draw_blocks(ax, blocks, titles, block_title):
 fig, axes = plt.subplots(4, 1, figsize=(7, 7.5))
 draw_blocks(axes[0], [proj[0]], ["rows: positions 0..2, columns: features 0..7"],
             "1. projection, (seq_len, d_model) = (3, 8)")
-draw_blocks(axes[1], list(viewed[0]), [f"position {t}: (h, d_k)" for t in range(seq_len)],
-            "2. view(1, -1, h, d_k): (seq_len, h, d_k) = (3, 2, 4)")
+draw_blocks(
+    axes[1],
+    list(viewed[0]),
+    [f"position {t}: (h, d_k)" for t in range(seq_len)],
+    "2. view(1, -1, h, d_k): (seq_len, h, d_k) = (3, 2, 4)",
+)
 draw_blocks(axes[2], list(split[0]), [f"head {i}" for i in range(h)],
             "3. transpose(1, 2): (h, seq_len, d_k) = (2, 3, 4), one block per head")
-draw_blocks(axes[3], list(wrong[0]), [f"'head' {i}" for i in range(h)],
-            "4. direct reshape(1, h, -1, d_k): same shape, but positions and heads are mixed")
-fig.legend(handles=[Rectangle((0, 0), 1, 1, fc=c) for c in HEAD_COLOURS],
-           labels=["feature of head 0", "feature of head 1"], loc="lower center", ncol=2,
-           fontsize=10)
+draw_blocks(
+    axes[3],
+    list(wrong[0]),
+    [f"'head' {i}" for i in range(h)],
+    "4. direct reshape(1, h, -1, d_k): same shape, but positions and heads are mixed",
+)
+fig.legend(
+    handles=[Rectangle((0, 0), 1, 1, fc=c) for c in HEAD_COLOURS],
+    labels=["feature of head 0", "feature of head 1"],
+    loc="lower center",
+    ncol=2,
+    fontsize=10,
+)
 fig.tight_layout(rect=(0, 0.04, 1, 1))
 plt.show()
 assert {int(v) % 10 // d_k for v in split[0, 0].flatten()} == {0}
@@ -498,7 +552,8 @@ assert torch.broadcast_shapes(per_head.shape, scores_h.shape) == scores_h.shape
 # the right order first.
 
 # %%
-heads_out = split.contiguous()           # stored head by head, like the output of attention
+# stored head by head, like the output of attention
+heads_out = split.contiguous()
 joined = heads_out.transpose(1, 2).contiguous().view(1, -1, h * d_k)
 print("joined:", shape(joined), "equal to the projection:", torch.equal(joined, proj))
 try:
@@ -519,7 +574,12 @@ fast = mha(x, x, x, src_mask)
 with keep_attention(mha):
     reference = mha(x, x, x, src_mask)
 print("fast and reference paths agree:", torch.allclose(fast, reference, atol=1e-6))
-print("kept weights:", shape(mha.attn), "| weight on the masked key:", mha.attn[..., 2].max().item())
+print(
+    "kept weights:",
+    shape(mha.attn),
+    "| weight on the masked key:",
+    mha.attn[..., 2].max().item(),
+)
 assert torch.allclose(fast, reference, atol=1e-6) and mha.attn[..., 2].max() == 0
 
 # %% [markdown]
@@ -547,7 +607,10 @@ assert ff(x).shape == x.shape
 
 # %%
 one_at_a_time = torch.cat([ff(x[:, i:i + 1]) for i in range(x.size(1))], dim=1)
-print("all positions at once == one position at a time:", torch.allclose(ff(x), one_at_a_time))
+print(
+    "all positions at once == one position at a time:",
+    torch.allclose(ff(x), one_at_a_time),
+)
 assert torch.allclose(ff(x), one_at_a_time, atol=1e-6)
 
 # %% [markdown]
@@ -557,7 +620,9 @@ assert torch.allclose(ff(x), one_at_a_time, atol=1e-6)
 # %%
 torch.manual_seed(0)
 small = make_model(11, 11, N=2, d_model=32, d_ff=64, h=4, dropout=0.0)
-ffs = [name for name, m in small.named_modules() if isinstance(m, PositionwiseFeedForward)]
+ffs = [
+    name for name, m in small.named_modules() if isinstance(m, PositionwiseFeedForward)
+]
 print(ffs)
 print("trainable:", all(p.requires_grad for name in ffs
                         for p in small.get_submodule(name).parameters()))
@@ -586,7 +651,14 @@ show_source(PositionalEncoding)
 
 # %%
 position = torch.arange(0, 5000).unsqueeze(1)
-print("position:", shape(position), "first:", position[0].item(), "last:", position[-1].item())
+print(
+    "position:",
+    shape(position),
+    "first:",
+    position[0].item(),
+    "last:",
+    position[-1].item(),
+)
 pos_enc = PositionalEncoding(d_model=8, dropout=0.0)
 print("pe[0, 0] (position 0):", pos_enc.pe[0, 0])
 assert position[0].item() == 0 and position[-1].item() == 4999
@@ -644,7 +716,9 @@ assert (position * div_term).shape == (5000, d_model // 2)
 # %%
 outer = torch.outer(position[:, 0].float(), div_term)
 print("equal to torch.outer:", torch.allclose(position * div_term, outer))
-print("a dot product of two 4-vectors is one number:", torch.dot(div_term, div_term).shape)
+print(
+    "a dot product of two 4-vectors is one number:", torch.dot(div_term, div_term).shape
+)
 assert torch.allclose(position * div_term, outer)
 
 # %% [markdown]
@@ -682,7 +756,10 @@ with plt.rc_context(HEATMAP):
     fig.colorbar(image, ax=ax)
     plt.show()
 distances = torch.cdist(pe64, pe64).fill_diagonal_(float("inf"))
-print("smallest distance between the rows of two different positions:", f"{distances.min():.3f}")
+print(
+    "smallest distance between the rows of two different positions:",
+    f"{distances.min():.3f}",
+)
 assert distances.min() > 0.1
 
 # %% [markdown]
@@ -720,8 +797,11 @@ wrapped = Variable(torch.ones(3), requires_grad=False)
 print(type(wrapped), "requires_grad =", wrapped.requires_grad)
 model_modules = [importlib.import_module(f"vanilla_transformer.model.{info.name}")
                  for info in pkgutil.iter_modules(vanilla_transformer.model.__path__)]
-uses_variable = [m.__name__ for m in model_modules if "Variable" in inspect.getsource(m)]
-assert len(model_modules) >= 10  # masks, attention, layers, embeddings, ..., encoder_decoder
+uses_variable = [
+    m.__name__ for m in model_modules if "Variable" in inspect.getsource(m)
+]
+# masks, attention, layers, embeddings, ..., encoder_decoder
+assert len(model_modules) >= 10
 print("package modules that use Variable:", uses_variable)
 assert type(wrapped) is torch.Tensor and uses_variable == []
 
@@ -748,7 +828,9 @@ show_source(LayerNorm)
 # %%
 ln = LayerNorm(4)
 for name, param in ln.named_parameters():
-    print(name, type(param).__name__, shape(param), "requires_grad =", param.requires_grad)
+    print(
+        name, type(param).__name__, shape(param), "requires_grad =", param.requires_grad
+    )
 print(ln.a_2)
 assert [name for name, _ in ln.named_parameters()] == ["a_2", "b_2"]
 
@@ -775,7 +857,10 @@ assert x.mean(-1, keepdim=True).shape == (2, 3, 1)
 # %%
 constant = torch.full((1, 4), 3.0)                 # all features equal: std = 0
 print("std:", constant.std(-1).item(), "| LayerNorm output:", LayerNorm(4)(constant))
-print("the same without eps:", (constant - constant.mean(-1, keepdim=True)) / constant.std(-1, keepdim=True))
+print(
+    "the same without eps:",
+    (constant - constant.mean(-1, keepdim=True)) / constant.std(-1, keepdim=True),
+)
 assert torch.isfinite(LayerNorm(4)(constant)).all()
 
 # %% [markdown]
@@ -796,11 +881,21 @@ for n_features in (4, 32, 512):
     ratio = (ours / theirs).median().item()
     expected = math.sqrt((n_features - 1) / n_features)
     assert abs(ratio - expected) < 1e-3
-    rows.append((n_features, f"{(ours - theirs).abs().max().item():.6f}", f"{ratio:.5f}",
-                 f"{expected:.5f}"))
-biased = (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, unbiased=False, keepdim=True) + 1e-5)
+    rows.append(
+        (
+            n_features,
+            f"{(ours - theirs).abs().max().item():.6f}",
+            f"{ratio:.5f}",
+            f"{expected:.5f}",
+        )
+    )
+biased = (x - x.mean(-1, keepdim=True)) / torch.sqrt(
+    x.var(-1, unbiased=False, keepdim=True) + 1e-5
+)
 assert torch.allclose(nn.LayerNorm(512)(x), biased, atol=1e-5)
-table(["n", "max \\|annotated - nn.LayerNorm\\|", "median ratio", "sqrt((n-1)/n)"], rows)
+table(
+    ["n", "max \\|annotated - nn.LayerNorm\\|", "median ratio", "sqrt((n-1)/n)"], rows
+)
 
 # %% [markdown]
 # `make_model(..., layer_norm="torch")` builds the model with `nn.LayerNorm` instead; the default
@@ -872,8 +967,14 @@ first = enc_layer.sublayer[0]
 via_lambda = first(x, attn_fn)
 by_hand_sub = x + enc_layer.self_attn(first.norm(x), first.norm(x), first.norm(x), mask)
 precomputed = x + enc_layer.self_attn(x, x, x, mask)
-print("lambda route == x + attn(LN(x)):", torch.allclose(via_lambda, by_hand_sub, atol=1e-6))
-print("precomputed attn(x) gives the same:", torch.allclose(via_lambda, precomputed, atol=1e-6))
+print(
+    "lambda route == x + attn(LN(x)):",
+    torch.allclose(via_lambda, by_hand_sub, atol=1e-6),
+)
+print(
+    "precomputed attn(x) gives the same:",
+    torch.allclose(via_lambda, precomputed, atol=1e-6),
+)
 assert torch.allclose(via_lambda, by_hand_sub, atol=1e-6)
 assert not torch.allclose(via_lambda, precomputed, atol=1e-3)
 
@@ -909,8 +1010,11 @@ show_source(model_module.make_model_from_config)
 # %%
 e0, d0 = small.encoder.layers[0], small.decoder.layers[0]
 print("type of self_attn:", type(e0.self_attn).__name__)
-print("encoder layer 0 and 1 share attention weights:",
-      e0.self_attn.linears[0].weight is small.encoder.layers[1].self_attn.linears[0].weight)
+print(
+    "encoder layer 0 and 1 share attention weights:",
+    e0.self_attn.linears[0].weight
+    is small.encoder.layers[1].self_attn.linears[0].weight,
+)
 print("encoder and decoder share attention weights:",
       e0.self_attn.linears[0].weight is d0.self_attn.linears[0].weight)
 assert isinstance(e0.self_attn, MultiHeadedAttention)
@@ -959,8 +1063,16 @@ with torch.no_grad():
     layer_out = e0(x0, src_pad_mask)
     hidden = e0.feed_forward.w_1(n2)
 print("step by step == EncoderLayer output:", torch.allclose(x2, layer_out, atol=1e-6))
-for name, t in [("x", x0), ("LN(x)", n1), ("self_attn", a), ("x'", x1), ("w_1 (inside FFN)", hidden),
-                ("feed_forward", f), ("output", x2)]:
+steps = [
+    ("x", x0),
+    ("LN(x)", n1),
+    ("self_attn", a),
+    ("x'", x1),
+    ("w_1 (inside FFN)", hidden),
+    ("feed_forward", f),
+    ("output", x2),
+]
+for name, t in steps:
     print(f"{name:18s}{shape(t)}")
 assert torch.allclose(x2, layer_out, atol=1e-6)
 
@@ -972,20 +1084,31 @@ BOX_COLOURS = {"io": "#e5e7eb", "norm": "#fde68a", "attn": "#fca5a5", "ff": "#93
 def draw_flow(ax, title, boxes, skips, side=None):
     """Draw a vertical chain of boxes with residual skips.
 
-    boxes: (label, kind, shape after the box); skips: (from box, to box) pairs; side: box index
-    -> label of an input arriving from the right.
+    boxes: (label, kind, shape after the box); skips: (from box, to box) pairs;
+    side: box index -> label of an input arriving from the right.
     """
     side = side or {}
     ys = [-1.1 * i for i in range(len(boxes))]
     for i, (label, kind, out_shape) in enumerate(boxes):
         y = ys[i]
-        ax.add_patch(FancyBboxPatch((-1.5, y - 0.32), 3.0, 0.64, boxstyle="round,pad=0.03",
-                                    fc=BOX_COLOURS[kind], ec="black", lw=0.8))
+        ax.add_patch(
+            FancyBboxPatch(
+                (-1.5, y - 0.32),
+                3.0,
+                0.64,
+                boxstyle="round,pad=0.03",
+                fc=BOX_COLOURS[kind],
+                ec="black",
+                lw=0.8,
+            )
+        )
         ax.text(0, y, label, ha="center", va="center", fontsize=10)
         if i + 1 < len(boxes):
             ax.annotate("", xy=(0, ys[i + 1] + 0.35), xytext=(0, y - 0.35),
                         arrowprops=dict(arrowstyle="->", lw=0.8))
-            ax.text(0.08, y - 0.55, out_shape, fontsize=10, va="center", color="#555555")
+            ax.text(
+                0.08, y - 0.55, out_shape, fontsize=10, va="center", color="#555555"
+            )
     for k, (start, end) in enumerate(skips):
         xs = -1.9 - 0.25 * k
         y_from = ys[start] - 0.55
@@ -993,8 +1116,15 @@ def draw_flow(ax, title, boxes, skips, side=None):
         ax.annotate("", xy=(-1.5, ys[end]), xytext=(xs, ys[end]),
                     arrowprops=dict(arrowstyle="->", color="#15803d", lw=1))
     for i, label in side.items():
-        ax.annotate(label, xy=(1.5, ys[i]), xytext=(2.0, ys[i]), fontsize=10, va="center",
-                    arrowprops=dict(arrowstyle="->", color="#7c3aed", lw=1), color="#7c3aed")
+        ax.annotate(
+            label,
+            xy=(1.5, ys[i]),
+            xytext=(2.0, ys[i]),
+            fontsize=10,
+            va="center",
+            arrowprops=dict(arrowstyle="->", color="#7c3aed", lw=1),
+            color="#7c3aed",
+        )
     ax.set_xlim(-2.8, 4.4)
     ax.set_ylim(ys[-1] - 0.6, 0.6)
     ax.axis("off")
@@ -1014,8 +1144,13 @@ enc_boxes = [
     ("output of encoder layer 0", "io", ""),
 ]
 fig, ax = plt.subplots(figsize=(7, 8))
-draw_flow(ax, "EncoderLayer: shapes measured on make_model(11, 11, N=2, d_model=32, h=4)",
-          enc_boxes, skips=[(0, 4), (4, 8)], side={2: f"mask {shape(src_pad_mask)}"})
+draw_flow(
+    ax,
+    "EncoderLayer: shapes measured on make_model(11, 11, N=2, d_model=32, h=4)",
+    enc_boxes,
+    skips=[(0, 4), (4, 8)],
+    side={2: f"mask {shape(src_pad_mask)}"},
+)
 plt.show()
 assert layer_out.shape == x0.shape
 
@@ -1053,7 +1188,10 @@ with torch.no_grad():
         h_enc = layer(h_enc, src_pad_mask)
     by_loop = small.encoder.norm(h_enc)
     memory = small.encoder(x0, src_pad_mask)
-print("layers in turn + final norm == Encoder output:", torch.allclose(by_loop, memory, atol=1e-6))
+print(
+    "layers in turn + final norm == Encoder output:",
+    torch.allclose(by_loop, memory, atol=1e-6),
+)
 print("memory:", shape(memory))
 assert torch.allclose(by_loop, memory, atol=1e-6)
 
@@ -1093,7 +1231,9 @@ src_lambda = lambdas[1]
 print("parameters of the src_attn lambda:",
       src_lambda.__code__.co_varnames[:src_lambda.__code__.co_argcount])
 print("captured:", src_lambda.__code__.co_freevars)
-print("self_attn weights (batch, h, tgt_len, tgt_len):", shape(dec_layer.self_attn.attn))
+print(
+    "self_attn weights (batch, h, tgt_len, tgt_len):", shape(dec_layer.self_attn.attn)
+)
 print("src_attn weights  (batch, h, tgt_len, src_len):", shape(dec_layer.src_attn.attn))
 assert src_lambda.__code__.co_argcount == 1
 assert dec_layer.src_attn.attn.shape == (2, 4, tgt.size(1), src.size(1))
@@ -1116,9 +1256,16 @@ dec_boxes = [
     ("output of decoder layer 0", "io", ""),
 ]
 fig, ax = plt.subplots(figsize=(7, 8.5))
-draw_flow(ax, "DecoderLayer: three residual blocks", dec_boxes, skips=[(0, 3), (3, 6), (6, 9)],
-          side={2: f"tgt_mask {shape(tgt_mask)}",
-                5: f"memory m {shape(memory)}\nsrc_mask {shape(src_pad_mask)}"})
+draw_flow(
+    ax,
+    "DecoderLayer: three residual blocks",
+    dec_boxes,
+    skips=[(0, 3), (3, 6), (6, 9)],
+    side={
+        2: f"tgt_mask {shape(tgt_mask)}",
+        5: f"memory m {shape(memory)}\nsrc_mask {shape(src_pad_mask)}",
+    },
+)
 plt.show()
 assert dec_out.shape == y0.shape
 
@@ -1138,7 +1285,10 @@ with torch.no_grad():
         h_dec = layer(h_dec, memory, src_pad_mask, tgt_mask)
     by_loop = small.decoder.norm(h_dec)
     decoded = small.decoder(y0, memory, src_pad_mask, tgt_mask)
-print("layers in turn + final norm == Decoder output:", torch.allclose(by_loop, decoded, atol=1e-6))
+print(
+    "layers in turn + final norm == Decoder output:",
+    torch.allclose(by_loop, decoded, atol=1e-6),
+)
 print("decoder output:", shape(decoded))
 assert torch.allclose(by_loop, decoded, atol=1e-6)
 
@@ -1205,7 +1355,9 @@ with torch.no_grad():
     log_probs = small.generator(decoded)
 print("generator input (batch, seq_len, d_model):", shape(decoded))
 print("generator output (batch, seq_len, vocab): ", shape(log_probs))
-print("probabilities sum to 1:", torch.allclose(log_probs.exp().sum(-1), torch.ones(2, 4)))
+print(
+    "probabilities sum to 1:", torch.allclose(log_probs.exp().sum(-1), torch.ones(2, 4))
+)
 assert decoded.shape == (tgt.size(0), tgt.size(1), small.config.d_model)
 assert log_probs.shape == (tgt.size(0), tgt.size(1), small.config.tgt_vocab)
 
@@ -1238,7 +1390,9 @@ print(small.src_embed)
 # %%
 with torch.no_grad():
     full = small(src, tgt, src_pad_mask, tgt_mask)
-    two_steps = small.decode(small.encode(src, src_pad_mask), src_pad_mask, tgt, tgt_mask)
+    two_steps = small.decode(
+        small.encode(src, src_pad_mask), src_pad_mask, tgt, tgt_mask
+    )
 print("forward == decode(encode(...)):", torch.allclose(full, two_steps))
 print("forward output:", shape(full), "(last axis d_model, not vocab)")
 print("embedding table rows (src_vocab):", small.src_embed[0].lut.num_embeddings,
@@ -1264,7 +1418,10 @@ rows = {
     "decoder.layers[0].self_attn": small.decoder.layers[0].self_attn.attn[0],
     "decoder.layers[0].src_attn": small.decoder.layers[0].src_attn.attn[0],
 }
-src_labels, tgt_labels = [str(t) for t in src[0].tolist()], [str(t) for t in tgt[0].tolist()]
+src_labels, tgt_labels = (
+    [str(t) for t in src[0].tolist()],
+    [str(t) for t in tgt[0].tolist()],
+)
 short = {"encoder.layers[0].self_attn": "encoder self-attn",
          "decoder.layers[0].self_attn": "decoder self-attn",
          "decoder.layers[0].src_attn": "decoder src-attn"}

@@ -79,7 +79,8 @@ from vanilla_transformer.interop import (
 
 torch.manual_seed(0)
 torch.set_printoptions(precision=4, sci_mode=False)
-torch.set_num_threads(1)  # the tensors on this page are tiny: extra threads only add overhead
+# the tensors on this page are tiny: extra threads only add overhead
+torch.set_num_threads(1)
 # In eval mode PyTorch may take a "fast path" (nested tensors) that writes zeros at padded
 # positions. Section 1.3 shows it; everywhere else it is off, so every position can be compared.
 torch.backends.mha.set_fastpath_enabled(False)
@@ -98,7 +99,9 @@ print(torch.__version__)
 
 # %%
 d_model, nhead = 8, 2
-mha = nn.MultiheadAttention(embed_dim=d_model, num_heads=nhead, dropout=0.0, batch_first=True)
+mha = nn.MultiheadAttention(
+    embed_dim=d_model, num_heads=nhead, dropout=0.0, batch_first=True
+)
 x = torch.randn(1, 4, d_model)  # (batch, seq_len, d_model)
 attn_output, attn_output_weights = mha(x, x, x)
 print(attn_output.shape, attn_output_weights.shape)
@@ -134,12 +137,18 @@ def split_heads(t):
     return t.view(1, -1, nhead, d_k).transpose(1, 2)  # (batch, h, seq_len, d_k)
 
 
-q, k, v = (split_heads(F.linear(x, W, b)) for W, b in ((W_q, b_q), (W_k, b_k), (W_v, b_v)))
-weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(d_k), dim=-1)  # (batch, h, 4, 4)
+q, k, v = (
+    split_heads(F.linear(x, W, b)) for W, b in ((W_q, b_q), (W_k, b_k), (W_v, b_v))
+)
+# (batch, h, 4, 4)
+weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(d_k), dim=-1)
 by_hand = mha.out_proj((weights @ v).transpose(1, 2).reshape(1, 4, d_model))
 assert torch.allclose(by_hand, attn_output, atol=1e-6)
 assert torch.allclose(weights.mean(dim=1), attn_output_weights, atol=1e-6)
-print("weights @ x equals the output:", torch.allclose(attn_output_weights.bmm(x), attn_output))
+print(
+    "weights @ x equals the output:",
+    torch.allclose(attn_output_weights.bmm(x), attn_output),
+)
 
 # %% [markdown]
 # ### b. `attn_mask`
@@ -154,7 +163,10 @@ print("weights @ x equals the output:", torch.allclose(attn_output_weights.bmm(x
 
 # %%
 def source_subsequent_mask(tgt_sz, src_sz):
-    """The notebook's helper: upper triangle of ones(src_sz, tgt_sz), transposed, as 0 / -inf."""
+    """The notebook's helper.
+
+    The upper triangle of ones(src_sz, tgt_sz), transposed, as 0 / -inf.
+    """
     allowed = (torch.triu(torch.ones(src_sz, tgt_sz)) == 1).transpose(0, 1)
     return torch.zeros(allowed.shape).masked_fill(~allowed, float("-inf"))
 
@@ -214,7 +226,11 @@ assert torch.allclose(ours.attn.mean(dim=1), attn_output_weights, atol=1e-6)
 
 # %%
 vocab = {"<pad>": 0, "a": 3, "b": 4, "c": 5, "d": 6}
-sentences = [["a", "b", "c", "<pad>"], ["a", "b", "c", "d"], ["a", "b", "<pad>", "<pad>"]]
+sentences = [
+    ["a", "b", "c", "<pad>"],
+    ["a", "b", "c", "d"],
+    ["a", "b", "<pad>", "<pad>"],
+]
 tokens = torch.tensor([[vocab[w] for w in s] for s in sentences])
 keep = padding_mask(tokens, pad=vocab["<pad>"])
 key_padding_mask = keep_to_key_padding_mask(keep)
@@ -264,9 +280,11 @@ print(attn_output_weights[2])
 
 # %%
 byte_mask = torch.tensor([[0, 1], [0, 0]])
-for convert, mask in ((attn_mask_to_keep, byte_mask),
-                      (attn_mask_to_keep, torch.tensor([[0.0, -1e9], [0.0, 0.0]])),
-                      (keep_to_attn_mask, torch.tensor([[0.0, float("-inf")], [0.0, 0.0]]))):
+for convert, mask in (
+    (attn_mask_to_keep, byte_mask),
+    (attn_mask_to_keep, torch.tensor([[0.0, -1e9], [0.0, 0.0]])),
+    (keep_to_attn_mask, torch.tensor([[0.0, float("-inf")], [0.0, 0.0]])),
+):
     try:
         convert(mask)
         raise AssertionError("converted a mask whose meaning is a guess")
@@ -295,8 +313,11 @@ keep_left = torch_masks_to_keep(causal, kpm)
 print(keep_left[0].int())  # row 0 is all zeros: nothing to attend to
 
 x1 = torch.randn(1, 4, d_model)
-out_weights, w = mha_demo(x1, x1, x1, attn_mask=causal, key_padding_mask=kpm)  # need_weights=True
-out_no_weights, _ = mha_demo(x1, x1, x1, attn_mask=causal, key_padding_mask=kpm, need_weights=False)
+# need_weights=True
+out_weights, w = mha_demo(x1, x1, x1, attn_mask=causal, key_padding_mask=kpm)
+out_no_weights, _ = mha_demo(
+    x1, x1, x1, attn_mask=causal, key_padding_mask=kpm, need_weights=False
+)
 out_fast = ours_demo(x1, x1, x1, keep_left)
 with keep_attention(ours_demo):
     out_reference = ours_demo(x1, x1, x1, keep_left)
@@ -325,7 +346,9 @@ assert torch.allclose(out_no_weights[0, 0], mha_demo.out_proj.bias, atol=1e-6)
 assert torch.allclose(out_fast[0, 0], ours_demo.linears[3].bias, atol=1e-6)
 assert torch.allclose(ours_demo.attn[0, :, 0], torch.full((nhead, 4), 0.25))
 values = ours_demo.linears[2](x1)  # every key's value, then the mean over the four keys
-assert torch.allclose(out_reference[0, 0], ours_demo.linears[3](values.mean(dim=1))[0], atol=1e-6)
+assert torch.allclose(
+    out_reference[0, 0], ours_demo.linears[3](values.mean(dim=1))[0], atol=1e-6
+)
 for out in (out_no_weights, out_fast, out_reference):
     assert torch.allclose(out[0, 1:], out_weights[0, 1:], atol=1e-6)
 print("the other rows agree")
@@ -347,8 +370,9 @@ print("the other rows agree")
 # LayerNorm, biased variance, eps 1e-5) is the same layer. The parameters have different names:
 
 # %%
-encoder_layer = nn.TransformerEncoderLayer(d_model=d_model, nhead=nhead, dim_feedforward=16,
-                                           dropout=0.0, batch_first=True)
+encoder_layer = nn.TransformerEncoderLayer(
+    d_model=d_model, nhead=nhead, dim_feedforward=16, dropout=0.0, batch_first=True
+)
 
 
 def package_encoder_layer(norm_first=False):
@@ -371,7 +395,9 @@ src = torch.randn(1, 4, d_model)
 out = encoder_layer(src)
 assert torch.allclose(ours_layer(src, None), out, atol=1e-5)
 
-src_keep = torch_masks_to_keep(bool_attn_mask, torch.tensor([[False, False, True, True]]))
+src_keep = torch_masks_to_keep(
+    bool_attn_mask, torch.tensor([[False, False, True, True]])
+)
 out = encoder_layer(src, src_mask=bool_attn_mask,
                     src_key_padding_mask=torch.tensor([[False, False, True, True]]))
 assert torch.allclose(ours_layer(src, src_keep), out, atol=1e-5)
@@ -439,8 +465,9 @@ assert torch.allclose(ours_out, slow, atol=1e-5)  # and the package matches ever
 # keeps the norms in `sublayer[0..2].norm`.
 
 # %%
-decoder_layer = nn.TransformerDecoderLayer(d_model=d_model, nhead=nhead, dim_feedforward=16,
-                                           dropout=0.0, batch_first=True)
+decoder_layer = nn.TransformerDecoderLayer(
+    d_model=d_model, nhead=nhead, dim_feedforward=16, dropout=0.0, batch_first=True
+)
 
 
 def package_decoder_layer(norm_first=False):
@@ -512,15 +539,23 @@ float_memory_kpm = memory_kpm.float().masked_fill(memory_kpm, float("-inf"))
 attn_output, attn_output_weights = cross(tgt, memory, memory, attn_mask=memory_mask,
                                          key_padding_mask=float_memory_kpm)
 cross_keep = torch_masks_to_keep(memory_mask, float_memory_kpm)
-assert torch.allclose(ours_cross(tgt, memory, memory, cross_keep), attn_output, atol=1e-6)
+assert torch.allclose(
+    ours_cross(tgt, memory, memory, cross_keep), attn_output, atol=1e-6
+)
 print(attn_output_weights[0])
 
 # %% [markdown]
 # And the whole decoder layer with all four masks:
 
 # %%
-out = decoder_layer(tgt, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
-                    tgt_key_padding_mask=float_tgt_kpm, memory_key_padding_mask=float_memory_kpm)
+out = decoder_layer(
+    tgt,
+    memory,
+    tgt_mask=tgt_mask,
+    memory_mask=memory_mask,
+    tgt_key_padding_mask=float_tgt_kpm,
+    memory_key_padding_mask=float_memory_kpm,
+)
 assert torch.allclose(ours_dec_layer(tgt, memory, cross_keep, tgt_keep), out, atol=1e-5)
 print(out)
 
@@ -561,12 +596,31 @@ print(out.shape)
 # %%
 with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message="enable_nested_tensor is True")
-    source_like = nn.Transformer(d_model=5, nhead=1, num_encoder_layers=1, batch_first=True)
-print(len(source_like.encoder.layers), "encoder layer,", len(source_like.decoder.layers),
-      "decoder layers, dim_feedforward", source_like.encoder.layers[0].linear1.out_features)
+    source_like = nn.Transformer(
+        d_model=5, nhead=1, num_encoder_layers=1, batch_first=True
+    )
+print(
+    len(source_like.encoder.layers),
+    "encoder layer,",
+    len(source_like.decoder.layers),
+    "decoder layers, dim_feedforward",
+    source_like.encoder.layers[0].linear1.out_features,
+)
 try:
-    load_from_torch(make_model(11, 11, N=1, d_model=5, d_ff=2048, h=1, layer_norm="torch",
-                               norm_first=False, final_norm=True), source_like)
+    load_from_torch(
+        make_model(
+            11,
+            11,
+            N=1,
+            d_model=5,
+            d_ff=2048,
+            h=1,
+            layer_norm="torch",
+            norm_first=False,
+            final_norm=True,
+        ),
+        source_like,
+    )
 except ValueError as err:
     print("ValueError:", err)
 
@@ -578,10 +632,19 @@ except ValueError as err:
 # that `nn.Transformer` has.
 
 # %%
-transformer_model = nn.Transformer(d_model=d_model, nhead=nhead, num_encoder_layers=2,
-                                   num_decoder_layers=2, dim_feedforward=16, dropout=0.0,
-                                   batch_first=True)
-print(type(transformer_model.encoder.norm).__name__, type(transformer_model.decoder.norm).__name__)
+transformer_model = nn.Transformer(
+    d_model=d_model,
+    nhead=nhead,
+    num_encoder_layers=2,
+    num_decoder_layers=2,
+    dim_feedforward=16,
+    dropout=0.0,
+    batch_first=True,
+)
+print(
+    type(transformer_model.encoder.norm).__name__,
+    type(transformer_model.decoder.norm).__name__,
+)
 model = make_model(11, 11, N=2, d_model=d_model, d_ff=16, h=nhead, dropout=0.0,
                    norm_first=False, layer_norm="torch", final_norm=True)
 load_from_torch(model, transformer_model)
@@ -601,8 +664,10 @@ torch_masks = dict(
     src_mask=source_subsequent_mask(4, 4),
     tgt_mask=source_subsequent_mask(6, 6),
     memory_mask=source_subsequent_mask(6, 4),
-    src_key_padding_mask=float_memory_kpm,  # (1, 4): the last two source positions are padding
-    tgt_key_padding_mask=float_tgt_kpm,  # (1, 6): the last three target positions are padding
+    # (1, 4): the last two source positions are padding
+    src_key_padding_mask=float_memory_kpm,
+    # (1, 6): the last three target positions are padding
+    tgt_key_padding_mask=float_tgt_kpm,
     memory_key_padding_mask=float_memory_kpm,
 )
 output = transformer_model(src, tgt, **torch_masks)
@@ -622,8 +687,11 @@ pre_norm = make_model(11, 11, N=2, d_model=d_model, d_ff=16, h=nhead, dropout=0.
                       norm_first=True, layer_norm="torch")
 exported = to_torch(pre_norm)
 assert exported.encoder.layers[0].norm_first and exported.batch_first
-assert torch.allclose(exported(src, tgt, **torch_masks),
-                      forward_with_torch_masks(pre_norm, src, tgt, **torch_masks), atol=1e-5)
+assert torch.allclose(
+    exported(src, tgt, **torch_masks),
+    forward_with_torch_masks(pre_norm, src, tgt, **torch_masks),
+    atol=1e-5,
+)
 
 paper = make_model(11, 11, N=2, d_model=d_model, d_ff=16, h=nhead, dropout=0.0,
                    norm_first=False, layer_norm="torch")
@@ -633,8 +701,11 @@ except ValueError as err:
     print("ValueError:", err)
 exported = to_torch(paper, allow_no_final_norm=True)
 print(exported.encoder.norm, exported.decoder.norm)
-assert torch.allclose(exported(src, tgt, **torch_masks),
-                      forward_with_torch_masks(paper, src, tgt, **torch_masks), atol=1e-5)
+assert torch.allclose(
+    exported(src, tgt, **torch_masks),
+    forward_with_torch_masks(paper, src, tgt, **torch_masks),
+    atol=1e-5,
+)
 
 # %% [markdown]
 # The package's default LayerNorm ("annotated": unbiased standard deviation, eps added to it)
@@ -676,20 +747,46 @@ except ValueError as err:
 # %%
 for option in (dict(activation="gelu"), dict(layer_norm_eps=1e-6)):
     try:
-        load_from_torch(make_model(11, 11, N=1, d_model=d_model, d_ff=16, h=nhead,
-                                   norm_first=False, layer_norm="torch", final_norm=True),
-                        nn.Transformer(d_model, nhead, 1, 1, 16, batch_first=True, **option))
+        load_from_torch(
+            make_model(
+                11,
+                11,
+                N=1,
+                d_model=d_model,
+                d_ff=16,
+                h=nhead,
+                norm_first=False,
+                layer_norm="torch",
+                final_norm=True,
+            ),
+            nn.Transformer(d_model, nhead, 1, 1, 16, batch_first=True, **option),
+        )
         raise AssertionError(f"loaded a transformer built with {option}")
     except ValueError as err:
         print("ValueError:", err)
 
-with warnings.catch_warnings():  # PyTorch suggests batch_first=True, which is the point here
+# PyTorch suggests batch_first=True, which is the point here
+with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message="enable_nested_tensor is True")
-    seq_first = nn.Transformer(d_model, nhead, 1, 1, 16, dropout=0.3).eval()  # batch_first=False
-loaded = load_from_torch(make_model(11, 11, N=1, d_model=d_model, d_ff=16, h=nhead, dropout=0.0,
-                                    norm_first=False, layer_norm="torch", final_norm=True),
-                         seq_first).eval()
-src_b, tgt_b = torch.randn(2, 5, d_model), torch.randn(2, 3, d_model)  # (batch, seq_len, d_model)
+    # batch_first=False
+    seq_first = nn.Transformer(d_model, nhead, 1, 1, 16, dropout=0.3).eval()
+loaded = load_from_torch(
+    make_model(
+        11,
+        11,
+        N=1,
+        d_model=d_model,
+        d_ff=16,
+        h=nhead,
+        dropout=0.0,
+        norm_first=False,
+        layer_norm="torch",
+        final_norm=True,
+    ),
+    seq_first,
+).eval()
+# (batch, seq_len, d_model)
+src_b, tgt_b = torch.randn(2, 5, d_model), torch.randn(2, 3, d_model)
 theirs = seq_first(src_b.transpose(0, 1), tgt_b.transpose(0, 1)).transpose(0, 1)
 assert torch.allclose(forward_with_torch_masks(loaded, src_b, tgt_b), theirs, atol=1e-5)
 assert loaded.encoder.layers[0].sublayer[0].dropout.p == 0.0  # its own dropout, not 0.3
@@ -724,7 +821,8 @@ def reverse_pairs(n):
 
 batch = collate_batch(reverse_pairs(4), pad=PAD, bos=BOS, eos=EOS)
 print(batch.src)
-print(batch.tgt)  # decoder input: BOS + reversed words (+ EOS for the shorter ones), padded
+# decoder input: BOS + reversed words (+ EOS for the shorter ones), padded
+print(batch.tgt)
 print(batch.tgt_y)  # what to predict: reversed words + EOS, padded
 
 # %% [markdown]
@@ -749,20 +847,41 @@ def tutorial_table(max_len, emb_size):
 
 assert torch.allclose(tutorial_table(50, 32), sinusoid_table(50, 32), atol=1e-5)
 
-seq_first_table = tutorial_table(50, 32).unsqueeze(1)  # (max_len, 1, E), as in the tutorial
+# (max_len, 1, E), as in the tutorial
+seq_first_table = tutorial_table(50, 32).unsqueeze(1)
 batch_first_input = torch.zeros(3, 7, 32)  # (N, S, E)
 wrong = batch_first_input + seq_first_table[: batch_first_input.size(0)]
-assert torch.equal(wrong[2, 5], seq_first_table[2, 0])  # item 2 gets position 2 at every step
+# item 2 gets position 2 at every step
+assert torch.equal(wrong[2, 5], seq_first_table[2, 0])
 print("silently wrong shape:", wrong.shape)
 
 
 class Seq2SeqTransformer(nn.Module):
-    """The tutorial's model, batch-first: scaled embeddings + positions, nn.Transformer, linear."""
+    """The tutorial's model, batch-first.
 
-    def __init__(self, num_layers, emb_size, nhead, src_vocab, tgt_vocab, dim_feedforward, dropout):
+    Scaled embeddings + positions, nn.Transformer, linear.
+    """
+
+    def __init__(
+        self,
+        num_layers,
+        emb_size,
+        nhead,
+        src_vocab,
+        tgt_vocab,
+        dim_feedforward,
+        dropout,
+    ):
         super().__init__()
-        self.transformer = nn.Transformer(emb_size, nhead, num_layers, num_layers, dim_feedforward,
-                                          dropout, batch_first=True)
+        self.transformer = nn.Transformer(
+            emb_size,
+            nhead,
+            num_layers,
+            num_layers,
+            dim_feedforward,
+            dropout,
+            batch_first=True,
+        )
         self.src_tok_emb = nn.Embedding(src_vocab, emb_size)
         self.tgt_tok_emb = nn.Embedding(tgt_vocab, emb_size)
         self.generator = nn.Linear(emb_size, tgt_vocab)
@@ -772,20 +891,34 @@ class Seq2SeqTransformer(nn.Module):
 
     def embed(self, emb, tokens):
         x = emb(tokens) * math.sqrt(self.emb_size)
-        return self.dropout(x + self.pos_embedding[: tokens.size(1)])  # slice the sequence axis
+        # slice the sequence axis
+        return self.dropout(x + self.pos_embedding[: tokens.size(1)])
 
     def forward(self, src, tgt, src_mask, tgt_mask, src_padding_mask, tgt_padding_mask,
                 memory_key_padding_mask):
-        src_emb, tgt_emb = self.embed(self.src_tok_emb, src), self.embed(self.tgt_tok_emb, tgt)
-        outs = self.transformer(src_emb, tgt_emb, src_mask, tgt_mask, None, src_padding_mask,
-                                tgt_padding_mask, memory_key_padding_mask)
+        src_emb, tgt_emb = (
+            self.embed(self.src_tok_emb, src),
+            self.embed(self.tgt_tok_emb, tgt),
+        )
+        outs = self.transformer(
+            src_emb,
+            tgt_emb,
+            src_mask,
+            tgt_mask,
+            None,
+            src_padding_mask,
+            tgt_padding_mask,
+            memory_key_padding_mask,
+        )
         return self.generator(outs)
 
     def encode(self, src, src_mask):
         return self.transformer.encoder(self.embed(self.src_tok_emb, src), src_mask)
 
     def decode(self, tgt, memory, tgt_mask):
-        return self.transformer.decoder(self.embed(self.tgt_tok_emb, tgt), memory, tgt_mask)
+        return self.transformer.decoder(
+            self.embed(self.tgt_tok_emb, tgt), memory, tgt_mask
+        )
 
 
 torch.manual_seed(0)
@@ -816,14 +949,21 @@ print(caught[0].message)
 
 
 def create_mask(src, tgt):
-    """The tutorial's helper for batch-first ids (batch, seq_len), with a bool causal mask."""
+    """The tutorial's helper for batch-first ids (batch, seq_len).
+
+    With a bool causal mask.
+    """
     src_seq_len, tgt_seq_len = src.shape[1], tgt.shape[1]
-    tgt_mask = nn.Transformer.generate_square_subsequent_mask(tgt_seq_len) == float("-inf")
+    tgt_mask = (
+        nn.Transformer.generate_square_subsequent_mask(tgt_seq_len) == float("-inf")
+    )
     src_mask = torch.zeros(src_seq_len, src_seq_len, dtype=torch.bool)
     return src_mask, tgt_mask, src == PAD, tgt == PAD
 
 
-src_mask, tgt_mask, src_padding_mask, tgt_padding_mask = create_mask(batch.src, batch.tgt)
+src_mask, tgt_mask, src_padding_mask, tgt_padding_mask = create_mask(
+    batch.src, batch.tgt
+)
 masks = batch_masks_to_torch(batch)
 assert not src_mask.any()
 assert torch.equal(tgt_mask, masks.tgt_mask)
@@ -841,8 +981,19 @@ print(masks.tgt_key_padding_mask)
 # compare with `log_softmax` of the tutorial's logits, at every position.
 
 # %%
-model = make_model(VOCAB, VOCAB, N=2, d_model=32, d_ff=64, h=4, dropout=0.0, norm_first=False,
-                   layer_norm="torch", final_norm=True, max_len=64)
+model = make_model(
+    VOCAB,
+    VOCAB,
+    N=2,
+    d_model=32,
+    d_ff=64,
+    h=4,
+    dropout=0.0,
+    norm_first=False,
+    layer_norm="torch",
+    final_norm=True,
+    max_len=64,
+)
 load_from_torch(model, s2s.transformer)
 with torch.no_grad():
     model.src_embed[0].lut.weight.copy_(s2s.src_tok_emb.weight)
@@ -867,10 +1018,13 @@ print(log_probs.shape, (log_probs - logits.log_softmax(-1)).abs().max())
 # %%
 shortest = int((batch.src != PAD).sum(1).argmin())
 n_real = int((batch.src[shortest] != PAD).sum())
-alone = s2s.transformer.decoder(s2s.embed(s2s.tgt_tok_emb, batch.tgt[shortest:shortest + 1]),
-                                s2s.encode(batch.src[shortest:shortest + 1, :n_real], None),
-                                tgt_mask)
-memory = s2s.encode(batch.src, None)  # the tutorial's encode: no src padding mask either
+alone = s2s.transformer.decoder(
+    s2s.embed(s2s.tgt_tok_emb, batch.tgt[shortest : shortest + 1]),
+    s2s.encode(batch.src[shortest : shortest + 1, :n_real], None),
+    tgt_mask,
+)
+# the tutorial's encode: no src padding mask either
+memory = s2s.encode(batch.src, None)
 tut = s2s.decode(batch.tgt, memory, tgt_mask)[shortest]
 memory = s2s.transformer.encoder(s2s.embed(s2s.src_tok_emb, batch.src),
                                  src_key_padding_mask=src_padding_mask)
@@ -905,15 +1059,20 @@ torch_loss.backward()
 torch_opt.step()
 
 log_probs = model.generator(model(batch.src, batch.tgt, batch.src_mask, batch.tgt_mask))
-ours_loss = F.nll_loss(log_probs.reshape(-1, VOCAB), batch.tgt_y.reshape(-1), ignore_index=PAD)
+ours_loss = F.nll_loss(
+    log_probs.reshape(-1, VOCAB), batch.tgt_y.reshape(-1), ignore_index=PAD
+)
 ours_opt.zero_grad()
 ours_loss.backward()
 ours_opt.step()
 
 print(f"loss: nn.Transformer {torch_loss.item():.6f}, package {ours_loss.item():.6f}")
 assert torch.allclose(torch_loss, ours_loss, atol=1e-5)
-assert torch.allclose(model.encoder.layers[0].self_attn.linears[0].weight,
-                      s2s.transformer.encoder.layers[0].self_attn.in_proj_weight[:32], atol=1e-5)
+assert torch.allclose(
+    model.encoder.layers[0].self_attn.linears[0].weight,
+    s2s.transformer.encoder.layers[0].self_attn.in_proj_weight[:32],
+    atol=1e-5,
+)
 assert torch.allclose(model.generator.proj.weight, s2s.generator.weight, atol=1e-5)
 
 # %% [markdown]
@@ -924,14 +1083,27 @@ assert torch.allclose(model.generator.proj.weight, s2s.generator.weight, atol=1e
 
 # %%
 torch.manual_seed(0)
-model = make_model(VOCAB, VOCAB, N=1, d_model=32, d_ff=64, h=4, dropout=0.0, norm_first=False,
-                   layer_norm="torch", final_norm=True, max_len=64)
+model = make_model(
+    VOCAB,
+    VOCAB,
+    N=1,
+    d_model=32,
+    d_ff=64,
+    h=4,
+    dropout=0.0,
+    norm_first=False,
+    layer_norm="torch",
+    final_norm=True,
+    max_len=64,
+)
 optimizer = torch.optim.Adam(model.parameters(), lr=5e-3)
 losses = []
 for step in range(300):
     b = collate_batch(reverse_pairs(32), pad=PAD, bos=BOS, eos=EOS)
     log_probs = model.generator(model(b.src, b.tgt, b.src_mask, b.tgt_mask))
-    loss = F.nll_loss(log_probs.reshape(-1, VOCAB), b.tgt_y.reshape(-1), ignore_index=PAD)
+    loss = F.nll_loss(
+        log_probs.reshape(-1, VOCAB), b.tgt_y.reshape(-1), ignore_index=PAD
+    )
     optimizer.zero_grad()
     loss.backward()
     optimizer.step()

@@ -62,15 +62,28 @@ from vanilla_transformer.training import (
 )
 
 torch.manual_seed(0)
-torch.set_num_threads(1)  # the models on this page are tiny: extra threads only add overhead
+# the models on this page are tiny: extra threads only add overhead
+torch.set_num_threads(1)
 torch.set_printoptions(precision=3, sci_mode=False, linewidth=100)
 print(f"PyTorch {torch.__version__}")
 
 # Heatmaps (cells tagged "heatmap") keep their colours in the dark scheme, which inverts every
 # other figure: they are drawn on a transparent background with mid-grey text, legible on both.
-HEATMAP = {"figure.facecolor": "none", "axes.facecolor": "none", "savefig.transparent": True,
-           **{key: "#808080" for key in ("text.color", "axes.labelcolor", "axes.edgecolor",
-                                         "xtick.color", "ytick.color")}}
+HEATMAP = {
+    "figure.facecolor": "none",
+    "axes.facecolor": "none",
+    "savefig.transparent": True,
+    **{
+        key: "#808080"
+        for key in (
+            "text.color",
+            "axes.labelcolor",
+            "axes.edgecolor",
+            "xtick.color",
+            "ytick.color",
+        )
+    },
+}
 
 # %% [markdown]
 # ## The learning-rate schedule
@@ -159,7 +172,9 @@ assert torch.allclose(crit.true_dist.sum(-1), torch.tensor([1.0, 1.0, 0.0, 1.0, 
 
 # %%
 annotated_style = torch.nn.KLDivLoss(reduction="sum")(predict, crit.true_dist)
-confident = torch.tensor([[float("-inf"), float("-inf"), 0.0, float("-inf"), float("-inf")]])
+confident = torch.tensor(
+    [[float("-inf"), float("-inf"), 0.0, float("-inf"), float("-inf")]]
+)
 padding_row = crit(confident, torch.tensor([0]))
 print(f"nn.KLDivLoss: {annotated_style}; LabelSmoothing: {loss:.4f}; "
       f"a padding row with -inf everywhere but token 2: {padding_row}")
@@ -218,14 +233,18 @@ def one_update(batches, accum_iter):
     before = [p.detach().clone() for p in model.parameters()]
     compute = SimpleLossCompute(model.generator, LabelSmoothing(11, padding_idx=0))
     run_epoch(batches, model, compute, sgd, accum_iter=accum_iter, progress=False)
-    return [b - p.detach() for b, p in zip(before, model.parameters())]  # = the gradient
+    # = the gradient
+    return [b - p.detach() for b, p in zip(before, model.parameters())]
 
 
 three = list(data_gen(11, batch_size=4, nbatches=3, seed=1))
 combined = next(data_gen(11, batch_size=12, nbatches=1, seed=1))
 # data_gen draws row by row, so the 12 rows are the 3 batches of 4 one after the other
 assert torch.equal(combined.src, torch.cat([b.src for b in three]))
-accumulated, single = one_update(three, accum_iter=3), one_update([combined], accum_iter=1)
+accumulated, single = (
+    one_update(three, accum_iter=3),
+    one_update([combined], accum_iter=1),
+)
 gap = max((a - s).abs().max().item() for a, s in zip(accumulated, single))
 print(f"largest difference between the two gradients: {gap:.1e}")
 assert gap < 1e-5
@@ -317,7 +336,10 @@ maps = {
     "decoder-encoder attention": layer_dec.src_attn.attn[0],
 }
 h = config.model.h
-src_tokens, tgt_tokens = [str(t) for t in src[0].tolist()], [str(t) for t in tgt[0].tolist()]
+src_tokens, tgt_tokens = (
+    [str(t) for t in src[0].tolist()],
+    [str(t) for t in tgt[0].tolist()],
+)
 with plt.rc_context(HEATMAP):
     fig, axes = plt.subplots(3, h, figsize=(7, 6.8))
     for row, (title, attn) in enumerate(maps.items()):
@@ -334,7 +356,8 @@ with plt.rc_context(HEATMAP):
     fig.supxlabel("key (token); rows: query (token)", fontsize=10)
     fig.tight_layout()
     plt.show()
-cross = maps["decoder-encoder attention"].mean(0)  # (tgt_len, src_len), averaged over heads
+# (tgt_len, src_len), averaged over heads
+cross = maps["decoder-encoder attention"].mean(0)
 looks_ahead = (cross.argmax(-1) == torch.arange(1, 10)).float().mean().item()
 print(f"decoder position i attends most to source position i + 1 in "
       f"{100 * looks_ahead:.0f}% of rows")
@@ -359,8 +382,11 @@ middle = time.perf_counter()
 with_cache = greedy_decode(run.model, held_out, held_out != 0, 10, 1, use_cache=True)
 end = time.perf_counter()
 assert torch.equal(without, with_cache)
-print(f"identical tokens for all 100 sequences; recomputing {1000 * (middle - start):.0f} ms, "
-      f"cached {1000 * (end - middle):.0f} ms")
+print(
+    "identical tokens for all 100 sequences; "
+    f"recomputing {1000 * (middle - start):.0f} ms, "
+    f"cached {1000 * (end - middle):.0f} ms"
+)
 
 # %% [markdown]
 # Recomputing runs the decoder over the whole prefix at every step, so its cost grows with the

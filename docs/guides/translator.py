@@ -77,9 +77,21 @@ plt.rcParams.update({"font.size": 11})
 
 # Heatmaps (cells tagged "heatmap") keep their colours in the dark scheme, which inverts every
 # other figure: they are drawn on a transparent background with mid-grey text, legible on both.
-HEATMAP = {"figure.facecolor": "none", "axes.facecolor": "none", "savefig.transparent": True,
-           **{key: "#808080" for key in ("text.color", "axes.labelcolor", "axes.edgecolor",
-                                         "xtick.color", "ytick.color")}}
+HEATMAP = {
+    "figure.facecolor": "none",
+    "axes.facecolor": "none",
+    "savefig.transparent": True,
+    **{
+        key: "#808080"
+        for key in (
+            "text.color",
+            "axes.labelcolor",
+            "axes.edgecolor",
+            "xtick.color",
+            "ytick.color",
+        )
+    },
+}
 print(f"PyTorch {torch.__version__}")
 assert torch.initial_seed() == SEED
 
@@ -276,8 +288,12 @@ best = max(s.exact_match for s in scores.values())
 assert best > 70
 for name in models:
     assert scores[name, 4].exact_match >= scores[name, 1].exact_match - 2
-rows = [f"| {name} | {'greedy' if beam == 1 else f'beam {beam}'} | {s.bleu:.1f} | {s.chrf:.1f} "
-        f"| {s.exact_match:.1f} % |" for (name, beam), s in scores.items()]
+rows = [
+    f"| {name} | {'greedy' if beam == 1 else f'beam {beam}'} "
+    f"| {s.bleu:.1f} | {s.chrf:.1f} "
+    f"| {s.exact_match:.1f} % |"
+    for (name, beam), s in scores.items()
+]
 Markdown(f"{len(english)} unseen numbers, decoded 4 ways in {seconds:.0f} s\n\n"
          + "\n".join(["| model | decoding | BLEU | chrF | exact |",
                        "| --- | --- | ---: | ---: | ---: |", *rows]))

@@ -46,7 +46,11 @@ from mkdocs.structure.toc import get_toc
 
 log = logging.getLogger("mkdocs.hooks.site")
 
-VENDORED = ["assets/vendor/mathjax/tex-svg.js"]
+VENDORED = [
+    "assets/vendor/mathjax/tex-svg.js",
+    "assets/vendor/onnxruntime-web/ort.wasm.min.js",
+    "assets/vendor/onnxruntime-web/ort-wasm-simd-threaded.wasm",
+]
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
 API_PREFIX = "api/"
 

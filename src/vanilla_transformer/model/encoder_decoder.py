@@ -211,9 +211,10 @@ def make_model(
     The positional arguments are the Annotated Transformer's; every other option of
     [`ModelConfig`][vanilla_transformer.model.config.ModelConfig] is accepted by keyword
     (`tie_weights`, `norm_first`, `layer_norm`, `final_norm`, `generator_bias`, `max_len`,
-    `attn_dropout`). The defaults are the Annotated Transformer's arrangement: pre-norm, untied
-    embeddings, a final LayerNorm on each stack, a generator with a bias and dropout on the
-    attention weights. The paper's own model is `make_model(V, V, **PRESETS["paper-base"])`.
+    `attn_dropout`, `ff_dropout`). The defaults are the Annotated Transformer's arrangement:
+    pre-norm, untied embeddings, a final LayerNorm on each stack, a generator with a bias, and
+    dropout on the attention weights and the feed-forward hidden activations too. The paper's
+    own model is `make_model(V, V, **PRESETS["paper-base"])`.
     Everything is checked before anything is built.
 
     Args:
