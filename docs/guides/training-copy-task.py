@@ -423,7 +423,8 @@ assert tokens.shape == (8, 10) and bool((scores <= 0).all())
 # gloo on CPU and NCCL on GPUs. Start it with `torchrun`:
 #
 # ```console
-# torchrun --standalone --nproc_per_node=2 -m vanilla_transformer.cli.distributed --steps 400
+# torchrun --standalone --nproc_per_node=2 \
+#     -m vanilla_transformer.cli.distributed --steps 400
 # ```
 #
 # It takes the options of `vanilla-transformer copy-task` (the model's are generated from the

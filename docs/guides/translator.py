@@ -35,7 +35,8 @@
 #
 # ```console
 # vanilla-transformer translate numbers --lang de --out data
-# vanilla-transformer translate train --train data/train.tsv --valid data/valid.tsv --out run
+# vanilla-transformer translate train \
+#     --train data/train.tsv --valid data/valid.tsv --out run
 # ```
 #
 # The code lives in [`numbers`](../../api/data/numbers/),

@@ -527,7 +527,6 @@ def test_no_table_is_wider_than_the_text_column_on_a_desktop(desktop):
     assert not problems, f"wider than the text column at {DESKTOP} px:\n" + "\n".join(problems[:60])
 
 
-@pytest.mark.xfail(reason="some code cells still have lines longer than the text column holds", strict=False)
 def test_no_code_block_is_wider_than_the_text_column_on_a_desktop(desktop):
     """At 1400 px no code or output block of the pages people read needs a scroll bar."""
     problems = _too_wide(desktop, ("pre", "code"))
