@@ -26,7 +26,7 @@ One run measures, on the same inputs and with every model built from the same se
 Implementations take turns, one step each per round, alternating the order, so that a slow
 spell of the machine hits all of them alike; the results compare medians within this one run.
 
-    .venv/bin/python benchmarks/performance.py --threads 2      # about 15 minutes on 2 cores
+    .venv/bin/python benchmarks/performance.py --threads 1      # about 30 minutes on 1 core
     .venv/bin/python benchmarks/performance.py --quick          # small sizes: check it runs
     .venv/bin/python benchmarks/performance.py --threads 1 --again 256 1024   # remeasure those
 
