@@ -12,7 +12,7 @@ One run measures, on the same inputs and with every model built from the same se
   - `annotated`: `make_model(V, V)`, the Annotated Transformer's arrangement, with dropout on
     the attention weights and inside the feed-forward network;
   - `torch-post`, `torch-post-nodrop`: `nn.Transformer(norm_first=False)` of the same size with
-    dropout 0.1 and with none (a floor no model with dropout can beat), and `torch-pre`:
+    dropout 0.1 and with none (to show how much of the difference dropout makes), and `torch-pre`:
     `nn.Transformer(norm_first=True)` with dropout 0.1, the match for `annotated`; each between
     the embeddings and generator of the package model it is compared with;
 - the matrix-multiply peak of the machine (a 2048 x 2048 x 2048 product), and each training
