@@ -1,4 +1,4 @@
-"""Where the parameters of the paper's two model sizes are: stacked bars by component, for
+r"""Where the parameters of the paper's two model sizes are: stacked bars by component, for
 `make_model`'s untied default (the Annotated Transformer's) and for the tied model without a
 generator bias that the closed form $168d^2 + 196d + vocab \cdot d$ describes.
 
