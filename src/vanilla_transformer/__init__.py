@@ -4,11 +4,12 @@ The package is layered, and each layer imports only from the ones listed before 
 
 - `model/`: the paper, read top to bottom: masks, attention, layers, embeddings, encoder,
   decoder and the encoder-decoder that `make_model` assembles;
-- `data/`: batches, padding and the copy task's data;
-- `inference/`: greedy decoding and beam search;
-- `training/`: the learning-rate schedule, label smoothing, the training loop, checkpoints and
-  distributed training;
-- `interop/`: weights and masks shared with `torch.nn.Transformer`;
+- `data/`: batches, padding, the copy task's data, the number-words corpus, the shared
+  byte-pair tokenizer and batches by token count;
+- `inference/`: greedy decoding, beam search, and translating and scoring sentences;
+- `training/`: the learning-rate schedule, label smoothing, the training loop, checkpoints,
+  distributed training, the copy task and the translator;
+- `interop/`: weights and masks shared with `torch.nn.Transformer`, and ONNX export;
 - `analysis/`: parameter, FLOP and memory counts, and shape tracing;
 - `cli/`: the `vanilla-transformer` command.
 

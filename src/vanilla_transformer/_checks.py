@@ -163,10 +163,12 @@ def check_mask(
 
 
 def check_keep_mask_values(mask: torch.Tensor, name: str = "mask") -> None:
-    """Raise if a floating-point keep-mask holds anything but 0 and 1.
+    """Raise if a floating-point keep-mask holds anything but 0 and 1, or only 0.
 
     A float mask of PyTorch's kind is *additive* (0 = may attend, `-inf` = blocked): read as a
-    keep-mask it would be inverted. Checked only where the values may be read (`reads_values`).
+    keep-mask it would be inverted. One with `-inf` fails the first check; one without any
+    (all 0.0, "attend everywhere") would read as "attend nowhere", so it fails the second.
+    Checked only where the values may be read (`reads_values`).
     """
     if not mask.is_floating_point() or mask.numel() == 0 or not reads_values(mask):
         return
@@ -176,6 +178,15 @@ def check_keep_mask_values(mask: torch.Tensor, name: str = "mask") -> None:
             f"{name} is a float keep-mask (1 = may attend, 0 = blocked) but holds the value "
             f"{bad[0].item()}; a float keep-mask may hold only 0 and 1. An additive mask of "
             "PyTorch's (0 = attend, -inf = blocked) must be converted with "
+            "vanilla_transformer.interop.attn_mask_to_keep"
+        )
+    if not bool(mask.any()):
+        # All zeros reads as "no query may attend to any key", which no model wants; it is what
+        # an additive mask of PyTorch's without any -inf (attend everywhere) looks like.
+        raise ValueError(
+            f"{name} is a float keep-mask (1 = may attend, 0 = blocked) holding only 0, so no "
+            "query may attend to any key. An additive mask of PyTorch's that blocks nothing "
+            "(all 0.0) means the opposite: pass None, or convert it with "
             "vanilla_transformer.interop.attn_mask_to_keep"
         )
 

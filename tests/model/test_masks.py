@@ -5,7 +5,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vanilla_transformer.model import as_keep_mask, padding_mask, subsequent_mask
+from vanilla_transformer.model import as_keep_mask, make_model, padding_mask, subsequent_mask
 
 
 # --- subsequent_mask, padding_mask, as_keep_mask --------------------------------------------
@@ -79,6 +79,18 @@ def test_an_additive_mask_is_not_read_inverted():
     from vanilla_transformer.interop import attn_mask_to_keep
 
     assert attn_mask_to_keep(additive[0]).tolist() == [[[True, False, True]]]
+
+
+def test_an_additive_mask_that_blocks_nothing_is_not_read_as_blocking_everything():
+    additive = torch.zeros(1, 3, 3)  # PyTorch: attend everywhere; as a keep-mask: nowhere
+    with pytest.raises(ValueError, match="holding only 0, so no query may attend"):
+        as_keep_mask(additive, 1, 3, 3, "tgt_mask")
+    model = make_model(5, 5, N=1, d_model=8, d_ff=16, h=2).eval()
+    src = torch.tensor([[1, 2, 3]])
+    with pytest.raises(ValueError, match="src_mask .* holding only 0"):
+        model.encode(src, torch.zeros(1, 1, 3))
+    # a float keep-mask with a 1 in it is still read as one
+    assert as_keep_mask(torch.tensor([[[0.0, 1.0]]]), 1, 1, 2).tolist() == [[[False, True]]]
 
 
 def test_float_and_integer_keep_masks_of_0_and_1_still_work():

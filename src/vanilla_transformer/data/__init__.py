@@ -1,4 +1,5 @@
-"""Data: batches with their masks, padding and collation, and the copy task's sequences."""
+"""Data: batches with their masks, padding and collation, the copy task's sequences, the
+number-words corpus, the shared byte-pair tokenizer, and batches by token count."""
 
 from .batching import Batch, pad_sequences, collate_batch
 from .copy_task import START_SYMBOL, PAD, heldout_sequences, data_gen

@@ -1,4 +1,5 @@
-"""Inference: greedy decoding and beam search, both with the key/value cache."""
+"""Inference: greedy decoding and beam search, both with the key/value cache, and translating
+and scoring sentences with a trained model."""
 
 from .greedy import embed_last_position, greedy_decode
 from .beam import Hypothesis, length_penalty, sequence_log_prob, beam_search

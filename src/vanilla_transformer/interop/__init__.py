@@ -1,4 +1,4 @@
-"""PyTorch interop: masks and weights shared with `torch.nn.Transformer`."""
+"""PyTorch interop: masks and weights shared with `torch.nn.Transformer`, and ONNX export."""
 
 from .forward import TorchMasks, batch_masks_to_torch, forward_with_torch_masks
 from .masks import (

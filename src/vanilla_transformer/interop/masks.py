@@ -1,7 +1,9 @@
 """Masks in PyTorch's conventions, converted to and from the package's keep-masks.
 
-PyTorch's `attn_mask` and `key_padding_mask` mean *blocked* where they are `True` (or `-inf`);
-the package's keep-masks mean *may attend*.
+The `attn_mask` and `key_padding_mask` of `nn.MultiheadAttention` and `nn.Transformer` mean
+*blocked* where they are `True` (or `-inf`); the package's keep-masks mean *may attend*, as does
+a boolean `attn_mask` of `torch.nn.functional.scaled_dot_product_attention`, which needs no
+conversion.
 Explained on the [PyTorch's nn.Transformer][interop-guide] page.
 """
 

@@ -62,7 +62,9 @@ def attention(
     r"""Scaled dot-product attention, $\mathrm{softmax}(QK^\top / \sqrt{d_k})\,V$.
 
     Masked scores are replaced by `-1e9` (the float16 minimum in float16) before the softmax, so
-    masked keys get a weight of exactly zero.
+    masked keys get a weight of zero (it underflows) as long as the query may attend to at
+    least one key. In a row where every key is masked, all scores are equal and the weights
+    are uniform.
 
     Args:
         query: `(..., query_len, d_k)`, e.g. `(batch, h, query_len, d_k)`.

@@ -1,8 +1,11 @@
 r"""Attention masks: which keys a query may look at (paper section 3.2.3).
 
 Every mask in this package is a **keep-mask**: `True` (or non-zero) marks a key the query
-**may attend to**. This is the opposite of PyTorch's `attn_mask` and `key_padding_mask`, where
-`True` means *blocked*; [`interop.masks`][vanilla_transformer.interop.masks] converts between them.
+**may attend to**. `torch.nn.functional.scaled_dot_product_attention` reads a boolean
+`attn_mask` the same way, so the fused path passes these masks on unchanged. The masks of
+`nn.MultiheadAttention` and `nn.Transformer` (`attn_mask`, `key_padding_mask`) mean the
+opposite, `True` = *blocked*; [`interop.masks`][vanilla_transformer.interop.masks] converts
+between those and keep-masks.
 
 - source mask: `(batch, 1, src_len)`, hiding padding from every query;
 - target mask: `(batch or 1, tgt_len, tgt_len)`, padding and "no peeking ahead" combined.

@@ -1,5 +1,5 @@
 """Training: the learning-rate schedule, label smoothing, the epoch loop, checkpoints,
-the copy task and distributed training.
+the copy task, distributed training, and training a translator on parallel text.
 """
 
 from .schedule import rate, make_optimizer
