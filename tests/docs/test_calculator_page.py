@@ -1,0 +1,122 @@
+"""The Parameter calculator page's live calculator agrees with the package's calculator.
+
+docs/javascripts/calculator.js recomputes the parameter count, the training FLOPs per target
+token and the training memory in the browser as the reader types. These tests fill its form with
+random configurations and compare the numbers it shows (`data-value` of each output, exact
+integers) with `parameter_count`, `forward_flops` and `memory_estimate`; they also check that
+bad input is named, and that the form fits a phone in both colour schemes.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from vanilla_transformer.analysis import forward_flops, memory_estimate, parameter_count
+from vanilla_transformer.model.config import PAPER_OPTIONS
+
+PAGE = "/guides/parameter-calculator/"
+
+
+def options(arrangement: str, tie: bool, bias: bool) -> dict:
+    if arrangement == "paper":
+        return {**PAPER_OPTIONS, "tie_weights": tie, "generator_bias": bias}
+    return {"tie_weights": tie, "generator_bias": bias}
+
+
+def random_configs(count: int, seed: int = 0) -> list[dict]:
+    rng = random.Random(seed)
+    configs = []
+    for _ in range(count):
+        h = rng.choice([1, 2, 3, 4, 8, 16])
+        d_model = h * rng.randint(1, 96)
+        tie = rng.random() < 0.5
+        src_vocab = rng.randint(0, 50_000)
+        tgt_vocab = src_vocab if tie else rng.randint(0, 50_000)
+        configs.append(dict(
+            N=rng.randint(1, 12), d_model=d_model, d_ff=rng.randint(1, 8192), h=h,
+            src_vocab=src_vocab, tgt_vocab=tgt_vocab, tie=tie, bias=rng.random() < 0.5,
+            arrangement=rng.choice(["paper", "annotated"]), batch=rng.randint(1, 128),
+            length=rng.randint(1, 512), bytes=rng.choice([4, 2]),
+        ))
+    return configs
+
+
+def fill(tab, c: dict) -> None:
+    for field, value in [("N", c["N"]), ("d-model", c["d_model"]), ("d-ff", c["d_ff"]),
+                         ("h", c["h"]), ("src-vocab", c["src_vocab"]),
+                         ("tgt-vocab", c["tgt_vocab"]), ("batch", c["batch"]),
+                         ("len", c["length"])]:
+        tab.fill(f"#calc-{field}", str(value))
+    tab.select_option("#calc-arrangement", c["arrangement"])
+    tab.select_option("#calc-dtype", str(c["bytes"]))
+    tab.set_checked("#calc-tie", c["tie"])
+    tab.set_checked("#calc-bias", c["bias"])
+
+
+def shown(tab, name: str) -> str:
+    return tab.get_attribute(f"#calc-{name}", "data-value")
+
+
+@pytest.fixture(scope="module")
+def page(tab, origin):
+    tab.goto(origin + PAGE)
+    tab.wait_for_selector("#calc-params[data-value]:not([data-value=''])")
+    yield tab
+    blocked, errors = tab.recorder.take()
+    assert not blocked and not errors, (blocked, errors)
+
+
+def test_the_defaults_are_the_papers_base_model(page):
+    expected = parameter_count(37000, 37000, 6, 512, 2048, 8, **PAPER_OPTIONS).total
+    assert int(shown(page, "params")) == expected == 63_082_496
+    assert page.is_hidden("#calc-error")
+
+
+@pytest.mark.parametrize("c", random_configs(12), ids=lambda c: f"N{c['N']}-d{c['d_model']}")
+def test_random_configurations_match_the_python_calculator(page, c):
+    fill(page, c)
+    sizes = (c["src_vocab"], c["tgt_vocab"], c["N"], c["d_model"], c["d_ff"], c["h"])
+    opts = options(c["arrangement"], c["tie"], c["bias"])
+    assert int(shown(page, "params")) == parameter_count(*sizes, **opts).total
+    flops = forward_flops(*sizes, batch=c["batch"], src_len=c["length"],
+                          tgt_len=c["length"], **opts)
+    assert int(shown(page, "flops")) == flops.training_total // (c["batch"] * c["length"])
+    dtype = {4: "float32", 2: "bfloat16"}[c["bytes"]]
+    memory = memory_estimate(*sizes, batch=c["batch"], src_len=c["length"],
+                             tgt_len=c["length"], dtype=dtype, mask_bytes=1, **opts)
+    assert int(shown(page, "memory")) == memory.training_total
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("h", "7", "d_model must be divisible by h: got d_model = 512, h = 7"),
+    ("N", "0", "must be at least 1, got 0"),
+    ("d-ff", "2.5", "must be a whole number, got \u201c2.5\u201d"),
+    ("tgt-vocab", "100", "one shared matrix needs one vocabulary"),
+])
+def test_bad_input_is_named_and_clears_the_results(page, field, value, message):
+    fill(page, random_configs(1, seed=1)[0] | dict(
+        N=6, d_model=512, d_ff=2048, h=8, src_vocab=37000, tgt_vocab=37000, tie=True))
+    page.fill(f"#calc-{field}", value)
+    assert message in page.inner_text("#calc-error")
+    assert shown(page, "params") == ""
+    page.fill(f"#calc-{field}", {"h": "8", "N": "6", "d-ff": "2048", "tgt-vocab": "37000"}[field])
+    assert page.is_hidden("#calc-error") and shown(page, "params") != ""
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_calculator_fits_a_phone(browser, origin, scheme):
+    context = browser.new_context(viewport={"width": 390, "height": 844}, color_scheme=scheme)
+    try:
+        tab = context.new_page()
+        tab.goto(origin + PAGE)
+        tab.wait_for_selector("#calc-params[data-value]:not([data-value=''])")
+        widths = tab.evaluate("""() => {
+            const box = document.getElementById('calculator');
+            return [box.scrollWidth, box.clientWidth, document.documentElement.scrollWidth,
+                    window.innerWidth];
+        }""")
+        assert widths[0] <= widths[1] and widths[2] <= widths[3], widths
+    finally:
+        context.close()
