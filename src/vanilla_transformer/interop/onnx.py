@@ -3,7 +3,8 @@ with ONNX Runtime.
 
 `encoder.onnx` maps source ids and the source keep-mask to `memory`; `decoder.onnx` takes
 `memory`, the source mask and the target prefix `ys` and returns the log-probabilities of the
-next token (and, optionally, where the last decoder layer attended in the source). The decoder
+next token (and, optionally, where the last decoder layer attended in the source, or every
+attention map of every layer and head). The decoder
 graph recomputes the whole prefix at every step, as `greedy_decode` does by default, so it has
 no cache to pass around; every batch size and length is a dynamic axis. Explained on the
 [PyTorch's nn.Transformer][interop-guide] page.
@@ -33,30 +34,48 @@ ENCODER_INPUTS = ("src", "src_mask")
 ENCODER_OUTPUTS = ("memory",)
 DECODER_INPUTS = ("memory", "src_mask", "ys")
 DECODER_OUTPUTS = ("log_probs", "cross_attention")
+ALL_ATTENTION_OUTPUTS = {
+    "encoder": ("encoder_self_attention",),
+    "decoder": ("decoder_self_attention", "decoder_cross_attention"),
+}
+"""The extra outputs of `export_onnx(..., attention_weights="all")`."""
+ATTENTION_MODES = (False, True, "all")
+
+
+def _stacked(attentions: list[torch.Tensor]) -> torch.Tensor:
+    """Kept weights `(batch, h, q, k)` of each layer -> `(batch, N, h, q, k)`."""
+    return torch.stack(attentions, dim=1)
 
 
 class _EncoderGraph(nn.Module):
-    """`(src, src_mask)` -> `memory`: `EncoderDecoder.encode` without its Python-side checks."""
+    """`(src, src_mask)` -> `memory`: `EncoderDecoder.encode` without its Python-side checks
+    (and, with `attention_weights="all"`, every encoder layer's self-attention)."""
 
-    def __init__(self, model: EncoderDecoder) -> None:
+    def __init__(self, model: EncoderDecoder, attention_weights: bool | str = False) -> None:
         super().__init__()
         self.model = model
+        self.attention_weights = attention_weights
 
-    def forward(self, src: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
-        return self.model.encoder(self.model.src_embed(src), src_mask)
+    def forward(
+        self, src: torch.Tensor, src_mask: torch.Tensor
+    ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+        memory = self.model.encoder(self.model.src_embed(src), src_mask)
+        if self.attention_weights != "all":
+            return memory
+        return memory, _stacked([layer.self_attn.attn for layer in self.model.encoder.layers])
 
 
 class _DecoderGraph(nn.Module):
     """`(memory, src_mask, ys)` -> log-probabilities of the token after `ys` (and attention)."""
 
-    def __init__(self, model: EncoderDecoder, attention_weights: bool) -> None:
+    def __init__(self, model: EncoderDecoder, attention_weights: bool | str) -> None:
         super().__init__()
         self.model = model
         self.attention_weights = attention_weights
 
     def forward(
         self, memory: torch.Tensor, src_mask: torch.Tensor, ys: torch.Tensor
-    ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+    ) -> torch.Tensor | tuple[torch.Tensor, ...]:
         # subsequent_mask(tgt_len), written with tensor ops so that tgt_len stays dynamic
         pos = torch.arange(ys.size(1), device=ys.device)
         tgt_mask = (pos.unsqueeze(0) <= pos.unsqueeze(1)).unsqueeze(0)  # (1, tgt_len, tgt_len)
@@ -65,13 +84,18 @@ class _DecoderGraph(nn.Module):
         if not self.attention_weights:
             return log_probs
         attn = self.model.decoder.layers[-1].src_attn.attn  # (batch, h, tgt_len, src_len)
-        return log_probs, attn[:, :, -1].mean(dim=1)  # (batch, src_len)
+        last = attn[:, :, -1].mean(dim=1)  # (batch, src_len)
+        if self.attention_weights != "all":
+            return log_probs, last
+        layers = self.model.decoder.layers
+        return (log_probs, last, _stacked([layer.self_attn.attn for layer in layers]),
+                _stacked([layer.src_attn.attn for layer in layers]))
 
 
 @contextlib.contextmanager
-def _export_mode(model: EncoderDecoder) -> Iterator[None]:
-    """Eval mode, the reference attention everywhere, the last cross-attention's weights kept;
-    every flag, mode and kept weight is restored on exit."""
+def _export_mode(model: EncoderDecoder, keep_all: bool = False) -> Iterator[None]:
+    """Eval mode, the reference attention everywhere, the last cross-attention's weights kept
+    (every attention's with `keep_all`); every flag, mode and kept weight is restored on exit."""
     modes = [(m, m.training) for m in model.modules()]
     attentions = [m for m in model.modules() if isinstance(m, MultiHeadedAttention)]
     saved = [(m.fast, m.keep_attn, m.attn) for m in attentions]
@@ -79,6 +103,8 @@ def _export_mode(model: EncoderDecoder) -> Iterator[None]:
     for m in attentions:
         m.fast = False  # the paper's softmax(QK^T / sqrt(d_k)) V: plain ONNX ops, no SDPA
     model.decoder.layers[-1].src_attn.keep_attn = True
+    for m in attentions if keep_all else ():
+        m.keep_attn = True
     try:
         yield
     finally:
@@ -113,7 +139,7 @@ def export_onnx(
     out_dir: str | os.PathLike[str],
     *,
     opset: int = 18,
-    attention_weights: bool = True,
+    attention_weights: bool | str = True,
     dynamo: bool = False,
 ) -> dict[str, Path]:
     """Export a model to `encoder.onnx` and `decoder.onnx` in `out_dir`.
@@ -126,6 +152,13 @@ def export_onnx(
       `(batch, tgt_vocab)`, the log-probabilities of the token after `ys`, and, with
       `attention_weights`, `cross_attention` `(batch, src_len)`: the last decoder layer's
       attention from the last position over the source, averaged over the heads.
+    - With `attention_weights="all"`, every attention map as well, `N` being the number of
+      layers: the encoder graph adds `encoder_self_attention` `(batch, N, h, src_len,
+      src_len)`, the decoder graph `decoder_self_attention` `(batch, N, h, tgt_len, tgt_len)`
+      and `decoder_cross_attention` `(batch, N, h, tgt_len, src_len)`. Row `i` is the
+      attention of the decoder position that predicts the token after `ys[:, i]`; the
+      subsequent mask makes it the same at every later step, so the last step's maps cover
+      the whole output.
 
     `batch`, `src_len` and `tgt_len` are dynamic axes. The decoder recomputes the whole prefix
     at each step (no key/value cache crosses the graph boundary). The graphs use the reference
@@ -141,7 +174,8 @@ def export_onnx(
         model: the model to export.
         out_dir: an existing folder; the two files are written (or overwritten) there.
         opset: the ONNX opset version.
-        attention_weights: add the `cross_attention` output to the decoder graph.
+        attention_weights: `True` adds the `cross_attention` output to the decoder graph;
+            `"all"` adds every attention map too (see above); `False` neither.
         dynamo: use `torch.onnx.export(..., dynamo=True)` instead of the TorchScript exporter.
 
     Returns:
@@ -162,8 +196,9 @@ def export_onnx(
         ['decoder.onnx', 'encoder.onnx']
     """
     path = _check_export_args(model, out_dir, opset, dynamo)
-    if not isinstance(attention_weights, bool):
-        raise TypeError(f"attention_weights must be a bool, got {attention_weights!r}")
+    if not isinstance(attention_weights, (bool, str)) or attention_weights not in ATTENTION_MODES:
+        raise TypeError(f"attention_weights must be True, False or 'all', got "
+                        f"{attention_weights!r}")
     weight = next(model.parameters())
     max_len = min((m.max_len for m in model.modules() if isinstance(m, PositionalEncoding)),
                   default=8)
@@ -172,12 +207,20 @@ def export_onnx(
     src = torch.ones(batch, src_len, dtype=torch.long, device=weight.device)
     src_mask = torch.ones(batch, 1, src_len, dtype=torch.bool, device=weight.device)
     ys = torch.ones(batch, tgt_len, dtype=torch.long, device=weight.device)
+    every = attention_weights == "all"
     outputs = DECODER_OUTPUTS if attention_weights else DECODER_OUTPUTS[:1]
+    encoder_outputs = ENCODER_OUTPUTS
+    if every:
+        outputs = outputs + ALL_ATTENTION_OUTPUTS["decoder"]
+        encoder_outputs = encoder_outputs + ALL_ATTENTION_OUTPUTS["encoder"]
     axes = {"src": {0: "batch", 1: "src_len"}, "src_mask": {0: "batch", 2: "src_len"},
             "memory": {0: "batch", 1: "src_len"}, "ys": {0: "batch", 1: "tgt_len"},
-            "log_probs": {0: "batch"}, "cross_attention": {0: "batch", 1: "src_len"}}
+            "log_probs": {0: "batch"}, "cross_attention": {0: "batch", 1: "src_len"},
+            "encoder_self_attention": {0: "batch", 3: "src_len", 4: "src_len"},
+            "decoder_self_attention": {0: "batch", 3: "tgt_len", 4: "tgt_len"},
+            "decoder_cross_attention": {0: "batch", 3: "tgt_len", 4: "src_len"}}
     paths = {"encoder": path / "encoder.onnx", "decoder": path / "decoder.onnx"}
-    with _export_mode(model), torch.no_grad(), warnings.catch_warnings():
+    with _export_mode(model, keep_all=every), torch.no_grad(), warnings.catch_warnings():
         # expected and harmless here: the TorchScript exporter's deprecation notices, the
         # tracer's note that d_k becomes a constant, torch.export's notes on `.attn`, on axes
         # that share a name and on its own deprecations
@@ -187,11 +230,12 @@ def export_onnx(
         warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)`")
         warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
         warnings.filterwarnings("ignore", message="The tensor attribute")
-        encoder = _EncoderGraph(model).eval()
+        encoder = _EncoderGraph(model, attention_weights).eval()
         decoder = _DecoderGraph(model, attention_weights).eval()
         memory = encoder(src, src_mask)
+        memory = memory[0] if every else memory
         for graph, args, inputs, names, out in (
-            (encoder, (src, src_mask), ENCODER_INPUTS, ENCODER_OUTPUTS, paths["encoder"]),
+            (encoder, (src, src_mask), ENCODER_INPUTS, encoder_outputs, paths["encoder"]),
             (decoder, (memory, src_mask, ys), DECODER_INPUTS, outputs, paths["decoder"]),
         ):
             _export(graph, args, out, inputs, names, axes, opset, dynamo)
