@@ -8,16 +8,23 @@ scratch and with fixed seeds:
 2. a translator trained with the default settings of `translate train` (`paper-small`,
    `TranslationConfig()`, seed 0, one CPU thread), its last checkpoints averaged (section 6.1);
 3. greedy exact match on the 1000 test numbers, none of which was seen in training;
-4. into docs/assets/translator/: `encoder.onnx` and `decoder.onnx` (`export_onnx`), the
-   `tokenizer.json` that `tokenizers` writes, `model.pt` (a `save_checkpoint` file, readable with
-   `torch.load(weights_only=True)`), and `manifest.json`: settings, scores, and the size and
-   SHA-256 of every file. Every file is written atomically.
+4. into docs/assets/translator/: `encoder.onnx` and `decoder.onnx` (`export_onnx` with every
+   attention map as an output), the `tokenizer.json` that `tokenizers` writes, `model.pt` (a
+   `save_checkpoint` file, readable with `torch.load(weights_only=True)`), and `manifest.json`:
+   settings, scores, and the size and SHA-256 of every file;
+5. the same run earlier in its training, for the page's training slider: the untrained model
+   (step 0) and the checkpoints of steps 100, 200, 400 and 800, each as `steps/NNNN/` with its
+   two graphs and its `model.pt`;
+6. `train_numbers.json`: the numbers of the training split at or above 1000 (every number
+   below 1000 is in it), for the page's "seen in training" badge;
+7. the same recipe for English to French, final model only, into `fr/`.
+Every file is written atomically.
 
 The positional-encoding table is a constant of both graphs, so the model is built with
 `max_len=128` rows instead of 5000: the longest number of the corpus is about 20 tokens, the
 sinusoids of the first 128 positions are the same, and each graph is 1.2 MB smaller.
 
-    .venv/bin/python scripts/build_translator_demo.py            # about 3 minutes on one core
+    .venv/bin/python scripts/build_translator_demo.py            # about 7 minutes on one core
 
 tests/docs/test_translator_assets.py checks that the committed files match the package's code.
 """
@@ -40,6 +47,7 @@ from vanilla_transformer.data.numbers import (
     DEFAULT_LIMIT,
     DEFAULT_SIZES,
     number_corpus,
+    split_numbers,
 )
 from vanilla_transformer.data.tokenizer import BOS, EOS, PAD, UNK
 from vanilla_transformer.inference.evaluate import (
@@ -47,11 +55,13 @@ from vanilla_transformer.inference.evaluate import (
     score_translations,
     translate_sentences,
 )
-from vanilla_transformer.interop.onnx import export_onnx
+from vanilla_transformer.interop.onnx import ALL_ATTENTION_OUTPUTS, export_onnx
+from vanilla_transformer.model.encoder_decoder import make_model_from_config
 from vanilla_transformer.training.checkpoints import save_checkpoint
 from vanilla_transformer.training.translation import (
     DEFAULT_PRESET,
     TranslationConfig,
+    load_train_state,
     train_translation,
 )
 
@@ -59,7 +69,10 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "docs" / "assets" / "translator"
 FORMAT = "vanilla-transformer-translator-demo"
 LANG, CORPUS_SEED, MAX_LEN, OPSET = "de", 0, 128, 18
+SECOND_LANG = "fr"
 FILES = ("encoder.onnx", "decoder.onnx", "tokenizer.json", "model.pt")
+STEP_FILES = ("encoder.onnx", "decoder.onnx", "model.pt")
+EARLY_STEPS = (0, 100, 200, 400, 800)  # the training slider's points before the final average
 
 
 def file_facts(path: Path) -> dict[str, object]:
@@ -72,31 +85,96 @@ def write_json(path: Path, data: object) -> None:
     atomic_write(path, lambda f: f.write(text.encode("utf-8")))
 
 
-def build(out: Path, threads: int) -> dict[str, object]:
-    torch.set_num_threads(threads)
-    corpus = number_corpus(LANG, seed=CORPUS_SEED)
-    config = TranslationConfig()
-    with tempfile.TemporaryDirectory() as run_dir:
-        run = train_translation(corpus["train"], corpus["valid"], run_dir, preset=DEFAULT_PRESET,
-                                model_options={"max_len": MAX_LEN}, config=config,
-                                log=lambda line: print(line, flush=True))
-    model, tokenizer = run.model.eval(), run.tokenizer
-    sources, references = zip(*corpus["test"])
-    hyps = translate_sentences(model, tokenizer, list(sources), beam_size=1)
-    exact = score_translations(hyps, list(references)).exact_match
-    print(f"greedy exact match on {len(hyps)} unseen test numbers: {exact:.1f} %", flush=True)
-
-    out.mkdir(parents=True, exist_ok=True)
+def export_graphs(model: torch.nn.Module, out: Path) -> None:
+    """`encoder.onnx` and `decoder.onnx` with every attention map, written whole into `out`."""
     with tempfile.TemporaryDirectory() as graphs:  # export_onnx writes in place; move whole files
-        for path in export_onnx(model, graphs, opset=OPSET, attention_weights=True).values():
+        for path in export_onnx(model, graphs, opset=OPSET, attention_weights="all").values():
             data = path.read_bytes()
             atomic_write(out / path.name, lambda f, data=data: f.write(data))
+
+
+def train(lang: str, run_dir: str, keep: Path | None) -> tuple[object, TranslationConfig]:
+    """Train on `lang`'s corpus; copy the checkpoints of `EARLY_STEPS` into `keep` as they come."""
+    corpus = number_corpus(lang, seed=CORPUS_SEED)
+    config = TranslationConfig()
+
+    def log(line: str) -> None:
+        print(f"[{lang}] {line}", flush=True)
+        step = int(line.split(":")[0].removeprefix("step "))
+        if keep is not None and step in EARLY_STEPS:
+            src = Path(run_dir) / "checkpoints" / f"step-{step:07d}.pt"
+            (keep / src.name).write_bytes(src.read_bytes())
+
+    run = train_translation(corpus["train"], corpus["valid"], run_dir, preset=DEFAULT_PRESET,
+                            model_options={"max_len": MAX_LEN}, config=config, log=log)
+    return run, config
+
+
+def test_exact_match(model: torch.nn.Module, tokenizer: object, lang: str) -> float:
+    sources, references = zip(*number_corpus(lang, seed=CORPUS_SEED)["test"])
+    hyps = translate_sentences(model, tokenizer, list(sources), beam_size=1)
+    exact = score_translations(hyps, list(references)).exact_match
+    print(f"[{lang}] greedy exact match on {len(hyps)} unseen test numbers: {exact:.1f} %",
+          flush=True)
+    return exact
+
+
+def write_early_steps(run: object, config: TranslationConfig, kept: Path, out: Path) -> list:
+    """`steps/NNNN/`: the graphs and `model.pt` of the model at each of `EARLY_STEPS`."""
+    tokenizer = run.tokenizer
+    entries = []
+    for step in EARLY_STEPS:
+        if step == 0:  # the model train_translation built, before its first step
+            torch.manual_seed(config.seed)
+            model = make_model_from_config(run.model.config)
+        else:
+            model = make_model_from_config(run.model.config)
+            model.load_state_dict(load_train_state(kept / f"step-{step:07d}.pt")["model"])
+        model.eval()
+        folder = out / "steps" / f"{step:04d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        export_graphs(model, folder)
+        save_checkpoint(folder / "model.pt", model, steps=step, averaged=[step],
+                        tokenizer=tokenizer.tokenizer.to_str())
+        example = translate_sentences(model, tokenizer, ["four hundred and forty-one"],
+                                      beam_size=1)[0]
+        print(f"step {step}: four hundred and forty-one -> {example!r}", flush=True)
+        entries.append({"step": step, "folder": f"steps/{step:04d}/",
+                        "files": {name: file_facts(folder / name) for name in STEP_FILES}})
+    return entries
+
+
+def build(out: Path, threads: int) -> dict[str, object]:
+    torch.set_num_threads(threads)
+    with tempfile.TemporaryDirectory() as run_dir, tempfile.TemporaryDirectory() as kept:
+        run, config = train(LANG, run_dir, Path(kept))
+        model, tokenizer = run.model.eval(), run.tokenizer
+        exact = test_exact_match(model, tokenizer, LANG)
+        out.mkdir(parents=True, exist_ok=True)
+        early = write_early_steps(run, config, Path(kept), out)
+    export_graphs(model, out)
     tokenizer.save(out / "tokenizer.json")
     save_checkpoint(out / "model.pt", model, steps=run.step, averaged=run.averaged,
                     tokenizer=tokenizer.tokenizer.to_str())
+
+    # the second language: the same recipe, the final model only
+    second = out / SECOND_LANG
+    second.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as run_dir:
+        run2, _ = train(SECOND_LANG, run_dir, None)
+    model2, tokenizer2 = run2.model.eval(), run2.tokenizer
+    exact2 = test_exact_match(model2, tokenizer2, SECOND_LANG)
+    export_graphs(model2, second)
+    tokenizer2.save(second / "tokenizer.json")
+    save_checkpoint(second / "model.pt", model2, steps=run2.step, averaged=run2.averaged,
+                    tokenizer=tokenizer2.tokenizer.to_str())
+
+    split = split_numbers(DEFAULT_SIZES, seed=CORPUS_SEED)
+    seen = sorted(n for n in split["train"] if n >= DEFAULT_ALWAYS_FIRST)
+    write_json(out / "train_numbers.json", {"below": DEFAULT_ALWAYS_FIRST, "numbers": seen})
     manifest = {
         "format": FORMAT,
-        "version": 1,
+        "version": 2,
         "source_language": "en",
         "target_language": LANG,
         "corpus": {"sizes": dict(DEFAULT_SIZES), "seed": CORPUS_SEED, "limit": DEFAULT_LIMIT,
@@ -109,14 +187,26 @@ def build(out: Path, threads: int) -> dict[str, object]:
         "parameters": sum(p.numel() for p in model.parameters()),
         "vocab_size": tokenizer.vocab_size,
         "test_exact_match": round(exact, 2),
-        "test_size": len(hyps),
+        "test_size": DEFAULT_SIZES["test"],
         "decoding": {"start_symbol": BOS, "end_symbol": EOS, "pad_symbol": PAD,
                      "unk_symbol": UNK, "max_extra": MAX_EXTRA,
                      "max_src_tokens": MAX_LEN - MAX_EXTRA},
         "onnx": {"opset": OPSET, "encoder_inputs": ["src", "src_mask"],
+                 "encoder_outputs": ["memory", *ALL_ATTENTION_OUTPUTS["encoder"]],
                  "decoder_inputs": ["memory", "src_mask", "ys"],
-                 "decoder_outputs": ["log_probs", "cross_attention"]},
+                 "decoder_outputs": ["log_probs", "cross_attention",
+                                     *ALL_ATTENTION_OUTPUTS["decoder"]]},
         "files": {name: file_facts(out / name) for name in FILES},
+        "training_steps": early + [{"step": run.step, "averaged": run.averaged, "folder": ""}],
+        "seen": {"file": "train_numbers.json", **file_facts(out / "train_numbers.json")},
+        "languages": {
+            LANG: {"folder": "", "test_exact_match": round(exact, 2)},
+            SECOND_LANG: {"folder": f"{SECOND_LANG}/", "test_exact_match": round(exact2, 2),
+                          "steps": run2.step, "averaged": run2.averaged,
+                          "parameters": sum(p.numel() for p in model2.parameters()),
+                          "vocab_size": tokenizer2.vocab_size,
+                          "files": {name: file_facts(second / name) for name in FILES}},
+        },
     }
     write_json(out / "manifest.json", manifest)
     return manifest

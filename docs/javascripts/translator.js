@@ -1,21 +1,28 @@
-// The "Try it" page: the English-to-German number translator of docs/assets/translator/, run in
-// the reader's browser with onnxruntime-web (vendored in assets/vendor/onnxruntime-web/).
+// The "Try it" page: the English-to-German (and English-to-French) number translators of
+// docs/assets/translator/, run in the reader's browser with onnxruntime-web (vendored in
+// assets/vendor/onnxruntime-web/), and everything they compute on the way.
 //
 // Loaded on every page, it does nothing unless the page holds #translator-source: only then does
-// it load ort and the model, once per visit (Material's instant navigation keeps them across
+// it load ort and a model, once per visit (Material's instant navigation keeps them across
 // pages). Runs on the first load and after every instant navigation (Material's document$).
 //
 // - BpeTokenizer reads the tokenizer.json that `tokenizers` writes and encodes and decodes as it
 //   does: special tokens split out first, Metaspace (spaces become "▁", one "▁" in front, a word
 //   before each "▁"), BPE merges by rank, unknown characters as <unk>, and the Metaspace decoder.
-// - translate() is greedy decoding as vanilla_transformer.inference.evaluate.translate_sentences
-//   does it with beam_size=1: the source ids end with </s>, decoding starts with <s>, stops at
-//   </s>, and an output has at most len(source) + max_extra tokens; encoder.onnx runs once,
-//   decoder.onnx once per step on the whole prefix.
-// - The heatmap is an SVG: one row per German token, one column per English token, the last
-//   decoder layer's cross-attention averaged over the heads.
-// - window.translatorDemo holds the tokenizer class, loadModel() and translate(), for the browser
-//   tests (tests/docs/test_translator_page.py) and for the curious reader's console.
+// - parseNumber() and numberWords() read a number the way people type it ("twenty one", commas
+//   or not) and write it as the training pairs do (num2words), for the "seen in training" badge.
+// - Decoding is greedy, as vanilla_transformer.inference.evaluate.translate_sentences does it
+//   with beam_size=1: the source ids end with </s>, decoding starts with <s>, stops at </s>, and
+//   an output has at most len(source) + max_extra tokens; encoder.onnx runs once, decoder.onnx
+//   once per step on the whole prefix. The reader can step through it, see the five most
+//   probable next tokens, and write another one instead.
+// - The graphs return every attention map (export_onnx(..., attention_weights="all")): the page
+//   draws any layer and head of the encoder's self-attention, the decoder's self-attention and
+//   the cross-attention as an SVG heatmap.
+// - The training slider swaps in the graphs of the same run at earlier steps (steps/NNNN/).
+// - window.translatorDemo holds the tokenizer class, the number words, loadModel() and the
+//   decoding functions, for the browser tests (tests/docs/test_translator_page.py,
+//   tests/docs/test_explorer.py) and for the curious reader's console.
 (function () {
   "use strict";
 
@@ -177,11 +184,71 @@
   };
 
   // ------------------------------------------------------------------------------------------ //
-  // The model: ort, the two graphs and the tokenizer, loaded once                              //
+  // Number words: read what people type, and say it as the training pairs say it               //
   // ------------------------------------------------------------------------------------------ //
 
-  var modelPromise = null;
-  var queue = Promise.resolve();  // one translation at a time: the sessions are shared
+  var UNITS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
+               "ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen",
+               "seventeen", "eighteen", "nineteen"];
+  var TENS = ["", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty",
+              "ninety"];
+
+  function below100(n) {
+    if (n < 20) return UNITS[n];
+    return TENS[Math.floor(n / 10)] + (n % 10 ? "-" + UNITS[n % 10] : "");
+  }
+
+  function below1000(n) {
+    var hundreds = Math.floor(n / 100), rest = n % 100;
+    var words = hundreds ? UNITS[hundreds] + " hundred" : "";
+    if (hundreds && rest) words += " and ";
+    return words + (rest || !hundreds ? below100(rest) : "");
+  }
+
+  // English words of 0 <= n < 1,000,000 as num2words writes them (the corpus's English side).
+  function numberWords(n) {
+    var thousands = Math.floor(n / 1000), rest = n % 1000;
+    if (!thousands) return below1000(rest);
+    var words = below1000(thousands) + " thousand";
+    if (!rest) return words;
+    return words + (rest < 100 ? " and " : ", ") + below1000(rest);
+  }
+
+  function wordsOnly(text) {
+    return text.replace(/[,-]/g, " ").split(" ").filter(function (w) {
+      return w && w !== "and";
+    });
+  }
+
+  // The number a cleaned text spells, or null: the words must be those of numberWords(n), up
+  // to hyphens, commas, "and" and spaces ("twenty one" is twenty-one).
+  function parseNumber(text) {
+    var words = wordsOnly(text);
+    if (!words.length || words.length > 12) return null;
+    var total = 0, current = 0;
+    for (var w of words) {
+      var unit = UNITS.indexOf(w), ten = TENS.indexOf(w);
+      if (unit >= 0) current += unit;
+      else if (ten >= 2) current += 10 * ten;
+      else if (w === "hundred") current = (current || 1) * 100;
+      else if (w === "thousand") { total += (current || 1) * 1000; current = 0; }
+      else return null;
+    }
+    var n = total + current;
+    if (n >= 1000000) return null;
+    return wordsOnly(numberWords(n)).join(" ") === words.join(" ") ? n : null;
+  }
+
+  // ------------------------------------------------------------------------------------------ //
+  // The models: ort, the graphs of each language and training step, loaded when first needed   //
+  // ------------------------------------------------------------------------------------------ //
+
+  var ortPromise = null;
+  var manifestPromise = null;
+  var seenPromise = null;
+  var models = {};  // "de/final", "de/0400", "fr/final" -> Promise of {tokenizer, encoder, decoder}
+  var tokenizers = {};
+  var queue = Promise.resolve();  // one run at a time: the sessions are shared
 
   function loadScript(src) {
     return new Promise(function (resolve, reject) {
@@ -200,33 +267,67 @@
     return json ? response.json() : new Uint8Array(await response.arrayBuffer());
   }
 
-  function loadModel() {
-    if (!modelPromise) {
-      modelPromise = (async function () {
-        // everything at once: ort, then its WebAssembly binary, while the model downloads
-        var files = await Promise.all([
-          loadScript(ORT_DIR + "ort.wasm.min.js").then(function () {
-            var ort = window.ort;
-            ort.env.wasm.wasmPaths = ORT_DIR;
-            ort.env.wasm.numThreads = 1;  // the site is not cross-origin isolated
-            ort.env.wasm.proxy = false;
-            ort.env.logLevel = "error";
-          }),
-          fetchFile(MODEL_DIR + "manifest.json", true),
-          fetchFile(MODEL_DIR + "tokenizer.json", true),
-          fetchFile(MODEL_DIR + "encoder.onnx", false),
-          fetchFile(MODEL_DIR + "decoder.onnx", false),
-        ]);
+  function loadOrt() {
+    if (!ortPromise) {
+      ortPromise = loadScript(ORT_DIR + "ort.wasm.min.js").then(function () {
+        var ort = window.ort;
+        ort.env.wasm.wasmPaths = ORT_DIR;
+        ort.env.wasm.numThreads = 1;  // the site is not cross-origin isolated
+        ort.env.wasm.proxy = false;
+        ort.env.logLevel = "error";
+      });
+      ortPromise.catch(function () { ortPromise = null; });
+    }
+    return ortPromise;
+  }
+
+  function loadManifest() {
+    if (!manifestPromise) {
+      manifestPromise = fetchFile(MODEL_DIR + "manifest.json", true);
+      manifestPromise.catch(function () { manifestPromise = null; });
+    }
+    return manifestPromise;
+  }
+
+  // The training split's numbers: every number below `below`, and the listed ones above.
+  function loadSeen() {
+    if (!seenPromise) {
+      seenPromise = fetchFile(MODEL_DIR + "train_numbers.json", true).then(function (json) {
+        return {below: json.below, numbers: new Set(json.numbers)};
+      });
+      seenPromise.catch(function () { seenPromise = null; });
+    }
+    return seenPromise;
+  }
+
+  // A model: `lang` "de" or "fr", `step` "final" or a folder name of manifest.training_steps.
+  function loadModel(lang, step) {
+    lang = lang || "de";
+    step = step || "final";
+    var key = lang + "/" + step;
+    if (!models[key]) {
+      models[key] = (async function () {
+        var manifest = await loadManifest();
+        var langDir = manifest.languages[lang].folder;
+        var dir = MODEL_DIR + langDir + (step === "final" ? "" : "steps/" + step + "/");
+        if (!tokenizers[lang]) {
+          tokenizers[lang] = fetchFile(MODEL_DIR + langDir + "tokenizer.json", true)
+            .then(function (json) { return new BpeTokenizer(json); });
+          tokenizers[lang].catch(function () { delete tokenizers[lang]; });
+        }
+        var files = await Promise.all([loadOrt(), tokenizers[lang],
+                                       fetchFile(dir + "encoder.onnx", false),
+                                       fetchFile(dir + "decoder.onnx", false)]);
         var options = {executionProviders: ["wasm"], graphOptimizationLevel: "all",
                        logSeverityLevel: 3};
-        var encoder = await window.ort.InferenceSession.create(files[3], options);
-        var decoder = await window.ort.InferenceSession.create(files[4], options);
-        return {manifest: files[1], tokenizer: new BpeTokenizer(files[2]),
+        var encoder = await window.ort.InferenceSession.create(files[2], options);
+        var decoder = await window.ort.InferenceSession.create(files[3], options);
+        return {manifest: manifest, lang: lang, step: step, tokenizer: files[1],
                 encoder: encoder, decoder: decoder};
       })();
-      modelPromise.catch(function () { modelPromise = null; });  // the next visit tries again
+      models[key].catch(function () { delete models[key]; });  // the next try loads again
     }
-    return modelPromise;
+    return models[key];
   }
 
   function argmax(values) {
@@ -237,31 +338,121 @@
     return best;
   }
 
+  // The k most probable ids of a row of log-probabilities: [{id, prob}], most probable first
+  // (the lower id first among equals, as torch.topk on the CPU).
+  function topK(logProbs, k) {
+    var ids = Array.from(logProbs.keys());
+    ids.sort(function (a, b) { return logProbs[b] - logProbs[a] || a - b; });
+    return ids.slice(0, k).map(function (id) { return {id: id, prob: Math.exp(logProbs[id])}; });
+  }
+
   function int64(ids) {
     return new window.ort.Tensor("int64", BigInt64Array.from(ids, BigInt), [1, ids.length]);
   }
 
-  // Greedy decoding of one cleaned text; null if `stale()` turns true on the way.
-  async function translate(model, text, stale) {
+  // A (1, N, h, rows, cols) output as maps[layer][head] = rows x cols arrays.
+  function maps(tensor) {
+    var dims = tensor.dims, data = tensor.data;
+    var N = dims[1], h = dims[2], rows = dims[3], cols = dims[4];
+    var out = [];
+    for (var l = 0; l < N; l++) {
+      var layer = [];
+      for (var a = 0; a < h; a++) {
+        var grid = [];
+        for (var i = 0; i < rows; i++) {
+          var at = ((l * h + a) * rows + i) * cols;
+          grid.push(Array.from(data.subarray(at, at + cols)));
+        }
+        layer.push(grid);
+      }
+      out.push(layer);
+    }
+    return out;
+  }
+
+  // A decoding: the source, the encoder's maps, and a prefix `ys` that grows one token a step.
+  // `run()` runs the decoder on the prefix: the next token's log-probabilities and the decoder's
+  // maps, one row per position of the prefix (row i is where position i looked to predict
+  // ys[i + 1]).
+  async function begin(model, text) {
     var d = model.manifest.decoding;
     var srcIds = model.tokenizer.encode(text).concat([d.end_symbol]);
     var n = srcIds.length;
     var srcMask = new window.ort.Tensor("bool", new Uint8Array(n).fill(1), [1, 1, n]);
-    var memory = (await model.encoder.run({src: int64(srcIds), src_mask: srcMask})).memory;
-    var ys = [d.start_symbol];
-    var attention = [];
-    var maxLen = n + d.max_extra + 1;  // the start symbol included
-    for (var step = 0; step < maxLen - 1; step++) {
-      if (stale()) return null;
-      var out = await model.decoder.run({memory: memory, src_mask: srcMask, ys: int64(ys)});
-      var next = argmax(out.log_probs.data);
-      attention.push(Array.from(out.cross_attention.data));
-      ys.push(next);
-      if (next === d.end_symbol) break;
+    var enc = await model.encoder.run({src: int64(srcIds), src_mask: srcMask});
+    return {model: model, text: text, srcIds: srcIds, srcMask: srcMask, memory: enc.memory,
+            encoderMaps: maps(enc.encoder_self_attention), ys: [d.start_symbol],
+            maxLen: n + d.max_extra + 1, last: null, forced: 0};
+  }
+
+  async function run(state) {
+    var out = await state.model.decoder.run({memory: state.memory, src_mask: state.srcMask,
+                                             ys: int64(state.ys)});
+    state.last = {ys: state.ys.slice(), logProbs: out.log_probs.data,
+                  selfMaps: maps(out.decoder_self_attention),
+                  crossMaps: maps(out.decoder_cross_attention)};
+    return state.last;
+  }
+
+  function finished(state) {
+    var d = state.model.manifest.decoding;
+    return state.ys[state.ys.length - 1] === d.end_symbol || state.ys.length >= state.maxLen;
+  }
+
+  // One step: append `id`, or the most probable token; then run on the new prefix unless done.
+  async function step(state, id) {
+    if (!state.last || state.last.ys.length !== state.ys.length) await run(state);
+    var next = id === undefined ? argmax(state.last.logProbs) : id;
+    if (id !== undefined && id !== argmax(state.last.logProbs)) state.forced += 1;
+    state.ys.push(next);
+    if (!finished(state)) await run(state);
+    return next;
+  }
+
+  // Greedy decoding to the end, as translate_sentences does with beam_size=1.
+  async function finish(state, stale) {
+    if (!state.last) await run(state);
+    while (!finished(state)) {
+      if (stale && stale()) return null;
+      await step(state);
     }
-    var tgtIds = ys.slice(1, 1 + n + d.max_extra);
-    return {srcIds: srcIds, tgtIds: tgtIds, attention: attention,
-            text: model.tokenizer.decode(tgtIds, d)};
+    return state;
+  }
+
+  // What the page shows of a state: tokens, text, and the maps cut to the written rows.
+  function view(state) {
+    var d = state.model.manifest.decoding;
+    var tok = state.model.tokenizer;
+    var done = finished(state);
+    var written = state.ys.slice(1, state.maxLen);
+    // the maps of the last run: one row per written token, plus the pending one if not done
+    var rows = done ? written.length : written.length + 1;
+    var cut = function (layers) {
+      return layers.map(function (heads) {
+        return heads.map(function (grid) { return grid.slice(0, rows); });
+      });
+    };
+    var last = state.last;
+    return {
+      done: done,
+      srcTokens: tok.tokens(state.srcIds),
+      tgtTokens: tok.tokens(written),
+      inputTokens: tok.tokens(state.ys.slice(0, rows)),
+      text: tok.decode(written, d),
+      encoder: state.encoderMaps,
+      selfMaps: last ? cut(last.selfMaps) : [],
+      crossMaps: last ? cut(last.crossMaps) : [],
+      rows: rows,
+      candidates: !done && last ? topK(last.logProbs, 5) : [],
+    };
+  }
+
+  async function translate(model, text, stale) {
+    var state = await begin(model, text);
+    state = await finish(state, stale);
+    if (!state) return null;
+    var v = view(state);
+    return {srcIds: state.srcIds, tgtIds: state.ys.slice(1), text: v.text, state: state};
   }
 
   // ------------------------------------------------------------------------------------------ //
@@ -273,9 +464,21 @@
     return text.trim().replace(/\s+/g, " ").toLowerCase();
   }
 
-  // The problem with a cleaned input, or null: empty, characters outside the vocabulary, too long.
+  // A number written the way people type it, as the training pairs write it.
+  function canonical(text) {
+    var n = parseNumber(text);
+    return n === null ? text : numberWords(n);
+  }
+
+  // The problem with a cleaned input, or null: empty, too long, characters outside the
+  // vocabulary. The length is checked before the tokenizer runs.
   function problem(model, text) {
     if (!text) return "Type a number in English words, such as \u201ctwenty-one\u201d.";
+    var limit = model.manifest.decoding.max_src_tokens;
+    if (text.length > 8 * limit) {
+      return "Too long: " + text.length + " characters; the model takes at most " + limit +
+        " tokens, a few hundred characters.";
+    }
     var tok = model.tokenizer;
     var unknown = [];
     for (var c of text) {
@@ -287,7 +490,6 @@
       }).join(", ") + ": it knows the letters, hyphens and commas of number words.";
     }
     var n = tok.encode(text).length + 1;
-    var limit = model.manifest.decoding.max_src_tokens;
     if (n > limit) {
       return "Too long: " + n + " tokens with </s>; the model takes at most " + limit + ".";
     }
@@ -316,82 +518,302 @@
   var CHAR = 7.6;  // width of a character of 12.5 px monospace text, with some room
   var GAP = 6;
 
-  function drawHeatmap(box, srcTokens, tgtTokens, attention) {
+  function average(grids) {
+    return grids[0].map(function (row, i) {
+      return row.map(function (_, j) {
+        var sum = 0;
+        for (var g of grids) sum += g[i][j];
+        return sum / grids.length;
+      });
+    });
+  }
+
+  // One map: `grid` rows x cols of weights in [0, 1]; `onCell(i, j)` when a cell is chosen.
+  function drawHeatmap(box, rowTokens, colTokens, grid, title, onCell) {
     var longest = function (tokens) {
       return tokens.reduce(function (m, t) { return Math.max(m, Array.from(t).length); }, 0);
     };
-    var left = Math.ceil(longest(tgtTokens) * CHAR) + 2 * GAP;
-    var top = Math.ceil(longest(srcTokens) * CHAR) + 2 * GAP;
-    var width = left + srcTokens.length * CELL + GAP;
-    var height = top + tgtTokens.length * CELL + GAP;
+    var left = Math.ceil(longest(rowTokens) * CHAR) + 2 * GAP;
+    var top = Math.ceil(longest(colTokens) * CHAR) + 2 * GAP;
+    var width = left + colTokens.length * CELL + GAP;
+    var height = top + rowTokens.length * CELL + GAP;
     var root = svg("svg", {width: width, height: height, viewBox: "0 0 " + width + " " + height,
-                           role: "img", "class": "translator-heatmap__svg",
-                           "data-rows": tgtTokens.length, "data-cols": srcTokens.length});
-    svg("title", {}, root).textContent = "Cross-attention of the last decoder layer: " +
-      "rows are the German tokens, columns the English tokens";
-    srcTokens.forEach(function (token, j) {
+                           role: "img", "class": "translator-heatmap__svg"});
+    box.dataset.rows = rowTokens.length;
+    box.dataset.cols = colTokens.length;
+    box.setAttribute("aria-label", title);
+    svg("title", {}, root).textContent = title;
+    colTokens.forEach(function (token, j) {
       var x = left + j * CELL + CELL / 2;
       var label = svg("text", {"class": "translator-tick translator-tick--x",
-                               transform: "translate(" + (x + 4) + "," + (top - GAP) + ") rotate(-90)"},
-                      root);
+                               transform: "translate(" + (x + 4) + "," + (top - GAP) +
+                                          ") rotate(-90)"}, root);
       label.textContent = token;
     });
-    tgtTokens.forEach(function (token, i) {
+    rowTokens.forEach(function (token, i) {
       var y = top + i * CELL + CELL / 2;
       var label = svg("text", {"class": "translator-tick translator-tick--y", x: left - GAP,
                                y: y + 4}, root);
       label.textContent = token;
-      attention[i].forEach(function (weight, j) {
-        var cell = svg("rect", {"class": "translator-cell", x: left + j * CELL, y: top + i * CELL,
-                                width: CELL, height: CELL, "fill-opacity": weight.toFixed(4)},
-                       root);
+      grid[i].forEach(function (weight, j) {
+        var cell = svg("rect", {"class": "translator-cell", x: left + j * CELL,
+                                y: top + i * CELL, width: CELL, height: CELL,
+                                "fill-opacity": weight.toFixed(4), "data-row": i,
+                                "data-col": j, "data-weight": weight.toFixed(6)}, root);
         svg("title", {}, cell).textContent =
-          token + " \u2192 " + srcTokens[j] + ": " + weight.toFixed(3);
+          token + " \u2192 " + colTokens[j] + ": " + weight.toFixed(3);
+        cell.addEventListener("click", function () { onCell(i, j); });
+        cell.addEventListener("mouseenter", function () { onCell(i, j); });
       });
     });
-    svg("rect", {"class": "translator-frame", x: left, y: top, width: srcTokens.length * CELL,
-                 height: tgtTokens.length * CELL}, root);
+    svg("rect", {"class": "translator-frame", x: left, y: top, width: colTokens.length * CELL,
+                 height: rowTokens.length * CELL}, root);
     box.replaceChildren(root);
+  }
+
+  function option(select, value, text) {
+    var el = document.createElement("option");
+    el.value = value;
+    el.textContent = text;
+    select.appendChild(el);
+  }
+
+  // The head of the last layer whose cross-attention rows are the most peaked on average.
+  function sharpestHead(crossMaps) {
+    var layer = crossMaps[crossMaps.length - 1];
+    var best = 0, bestScore = -1;
+    layer.forEach(function (grid, a) {
+      var score = 0;
+      grid.forEach(function (row) { score += Math.max.apply(null, row); });
+      if (score > bestScore) { best = a; bestScore = score; }
+    });
+    return best;
+  }
+
+  // A stand-in for a control the page does not have (Home's small version has no selectors,
+  // no step-through and no slider): detached, so it is never shown.
+  function standIn(tag, value) {
+    var el = document.createElement(tag);
+    if (tag === "select") option(el, value, value);
+    if (value !== undefined) el.value = value;
+    return el;
   }
 
   function setUp(input) {
     var root = input.closest(".translator");
-    var view = {
-      root: root,
-      target: root.querySelector("#translator-target"),
-      status: root.querySelector("#translator-status"),
-      srcList: root.querySelector("#translator-source-tokens"),
-      tgtList: root.querySelector("#translator-target-tokens"),
-      heatmap: root.querySelector("#translator-heatmap"),
+    var q = function (selector, tag, value) {
+      return root.querySelector(selector) || standIn(tag || "div", value);
+    };
+    var el = {
+      target: q("#translator-target"), status: q("#translator-status"),
+      srcList: q("#translator-source-tokens", "ol"),
+      tgtList: q("#translator-target-tokens", "ol"),
+      heatmap: q("#translator-heatmap"), caption: q("#explorer-caption"),
+      seen: q("#translator-seen"), readAs: q("#translator-read-as"),
+      language: q("#translator-language", "select", "de"),
+      kind: q("#explorer-kind", "select", "cross"),
+      layer: q("#explorer-layer", "select"), head: q("#explorer-head", "select"),
+      cell: q("#explorer-cell"), step: q("#explorer-step", "button"),
+      restart: q("#explorer-restart", "button"), finish: q("#explorer-finish", "button"),
+      topk: q("#explorer-topk", "ol"), checkpoint: q("#explorer-checkpoint", "input", "99"),
+      checkpointLabel: q("#explorer-checkpoint-label"),
     };
     var latest = 0;
     var timer = null;
+    var current = null;  // the state on show
+    var headChosen = false;  // the reader picked a head: keep it
     var stale = function (request) {
       return function () { return request !== latest || !input.isConnected; };
     };
     var say = function (state, text) {
       root.dataset.state = state;
-      view.status.textContent = text;
-      view.status.classList.toggle("translator-status--problem", state === "invalid" ||
-                                   state === "failed");
+      el.status.textContent = text;
+      el.status.classList.toggle("translator-status--problem", state === "invalid" ||
+                                 state === "failed");
     };
     var clear = function () {
-      view.target.textContent = "";
-      view.srcList.replaceChildren();
-      view.tgtList.replaceChildren();
-      view.heatmap.replaceChildren();
+      current = null;
+      el.target.textContent = "";
+      el.srcList.replaceChildren();
+      el.tgtList.replaceChildren();
+      el.heatmap.replaceChildren();
+      el.heatmap.dataset.rows = 0;
+      el.heatmap.dataset.cols = 0;
+      el.topk.replaceChildren();
+      el.cell.textContent = "";
+      el.seen.hidden = true;
+      el.readAs.hidden = true;
+      root.dataset.ys = "";
+    };
+    var lang = function () { return el.language.value || "de"; };
+    var stepKey = function () {
+      if (lang() !== "de") return "final";
+      var manifest = root.__manifest;
+      if (!manifest) return "final";
+      var steps = manifest.training_steps;
+      var i = Number(el.checkpoint.value);
+      return i >= steps.length - 1 ? "final" : steps[i].folder.split("/")[1];
     };
 
-    var run = function () {
+    var fillSelectors = function (v) {
+      var N = v.crossMaps.length, h = v.crossMaps[0].length;
+      if (el.layer.options.length !== N) {
+        el.layer.replaceChildren();
+        for (var l = 0; l < N; l++) option(el.layer, String(l), "layer " + (l + 1));
+        el.layer.value = String(N - 1);
+      }
+      if (el.head.options.length !== h + 1) {
+        el.head.replaceChildren();
+        option(el.head, "average", "average of the " + h + " heads");
+        for (var a = 0; a < h; a++) option(el.head, String(a), "head " + (a + 1));
+      }
+      if (!headChosen && v.done && el.kind.value === "cross" &&
+          Number(el.layer.value) === N - 1) {
+        el.head.value = String(sharpestHead(v.crossMaps));
+      }
+    };
+
+    var drawMap = function () {
+      if (!current) return;
+      var v = view(current);
+      if (!v.crossMaps.length) return;
+      fillSelectors(v);
+      var kind = el.kind.value, layer = Number(el.layer.value), head = el.head.value;
+      var layers = kind === "encoder-self" ? v.encoder :
+        kind === "decoder-self" ? v.selfMaps : v.crossMaps;
+      var grids = layers[layer];
+      var grid = head === "average" ? average(grids) : grids[Number(head)];
+      var pending = v.done ? [] : ["\u25b8 next"];
+      var rowTokens = kind === "encoder-self" ? v.srcTokens : v.tgtTokens.concat(pending);
+      var colTokens = kind === "encoder-self" ? v.srcTokens :
+        kind === "decoder-self" ? v.inputTokens : v.srcTokens;
+      var what = {"cross": "where each German token looks among the English tokens",
+                  "decoder-self": "where each German token looks among the German tokens " +
+                                  "before it",
+                  "encoder-self": "where each English token looks among the English tokens"};
+      var headText = head === "average" ? "averaged over its heads" : "head " + (Number(head) + 1);
+      var title = "Layer " + (layer + 1) + ", " + headText + ": " + what[kind] + ".";
+      el.caption.textContent = title + " Each row adds up to one.";
+      el.heatmap.dataset.kind = kind;
+      el.heatmap.dataset.layer = layer;
+      el.heatmap.dataset.head = head;
+      drawHeatmap(el.heatmap, rowTokens, colTokens, grid, title, function (i, j) {
+        el.cell.textContent = rowTokens[i] + " \u2192 " + colTokens[j] + ": " +
+          grid[i][j].toFixed(3);
+        el.cell.dataset.row = i;
+        el.cell.dataset.col = j;
+        el.cell.dataset.weight = grid[i][j].toFixed(6);
+      });
+    };
+
+    var showSeen = function (text) {
+      var lang2 = lang();
+      var n = parseNumber(text);
+      loadSeen().then(function (seen) {
+        if (!current || current.text !== text) return;
+        var badge = el.seen;
+        badge.hidden = false;
+        if (n === null) {
+          badge.dataset.seen = "no-number";
+          badge.textContent = "not a number in words: the model answers all the same";
+        } else if (n < seen.below || seen.numbers.has(n)) {
+          badge.dataset.seen = "seen";
+          badge.textContent = n.toLocaleString("en") + " was in the training pairs";
+        } else {
+          badge.dataset.seen = "unseen";
+          badge.textContent = n.toLocaleString("en") + " was never seen in training";
+        }
+        badge.dataset.number = n === null ? "" : String(n);
+        badge.dataset.lang = lang2;
+      });
+    };
+
+    var show = function (request) {
+      if (!current) return;
+      var v = view(current);
+      el.target.textContent = v.text;
+      drawTokens(el.srcList, v.srcTokens);
+      drawTokens(el.tgtList, v.tgtTokens);
+      root.dataset.ys = current.ys.join(" ");
+      root.dataset.done = v.done ? "1" : "0";
+      el.step.disabled = v.done;
+      el.finish.disabled = v.done;
+      el.topk.replaceChildren.apply(el.topk, v.candidates.map(function (c, rank) {
+        var item = document.createElement("li");
+        var token = current.model.tokenizer.tokens([c.id])[0];
+        item.dataset.token = token;
+        item.dataset.id = c.id;
+        item.dataset.prob = c.prob.toFixed(6);
+        var button = document.createElement("button");
+        button.type = "button";
+        button.className = "explorer__candidate";
+        var bar = document.createElement("span");
+        bar.className = "explorer__bar";
+        bar.style.width = (100 * c.prob).toFixed(1) + "%";
+        var label = document.createElement("code");
+        label.textContent = token;
+        var prob = document.createElement("span");
+        prob.className = "explorer__prob";
+        prob.textContent = (100 * c.prob).toFixed(1) + " %";
+        button.append(bar, label, prob);
+        button.title = rank === 0 ? "the greedy choice" : "write this token instead";
+        button.addEventListener("click", function () { act(c.id); });
+        item.appendChild(button);
+        return item;
+      }));
+      drawMap();
+    };
+
+    var describe = function (v, ms) {
+      if (v.done) {
+        return "Translated in " + Math.round(ms) + " ms: " + v.tgtTokens.length +
+          " decoder steps" + (current.forced ? ", " + current.forced + " of them chosen by you" : "") +
+          ".";
+      }
+      return "Step " + (v.tgtTokens.length + 1) + ": the five most probable next tokens are " +
+        "below. \u201cNext token\u201d writes the first; a click on another writes that one.";
+    };
+
+    // Step-through: restart (id null), the greedy next token (undefined) or a chosen one.
+    var act = function (id) {
+      if (!current) return;
+      var state = current;
+      var request = latest;
+      queue = queue.then(async function () {
+        if (stale(request)() || state !== current) return;
+        var start = performance.now();
+        if (id === null) {
+          var fresh = await begin(state.model, state.text);
+          await run(fresh);
+          current = fresh;
+        } else if (id === "finish") {
+          await finish(state);
+        } else if (!finished(state)) {
+          await step(state, id);
+        }
+        if (stale(request)()) return;
+        show(request);
+        say(finished(current) ? "done" : "stepping", describe(view(current),
+            performance.now() - start));
+      }).catch(function (error) {
+        say("failed", "The step failed: " + error.message);
+      });
+    };
+
+    var translateNow = function () {
       clearTimeout(timer);
       var request = ++latest;
-      var text = clean(input.value);
-      loadModel().then(function (model) {
+      var typed = clean(input.value);
+      var text = canonical(typed);
+      var key = stepKey();
+      say("loading", "Loading the model\u2026");
+      loadModel(lang(), key).then(function (model) {
         if (stale(request)()) return;
+        root.__manifest = model.manifest;
         var why = problem(model, text);
         if (why) {
           clear();
-          root.dataset.source = text;
+          root.dataset.source = typed;
           say("invalid", why);
           return;
         }
@@ -399,57 +821,108 @@
           if (stale(request)()) return;
           say("busy", "Translating\u2026");
           var start = performance.now();
-          var result = await translate(model, text, stale(request));
+          var state = await begin(model, text);
+          if (!(await finish(state, stale(request)))) return;
           var ms = performance.now() - start;
-          if (!result || stale(request)()) return;
-          var tok = model.tokenizer;
-          var srcTokens = tok.tokens(result.srcIds);
-          var tgtTokens = tok.tokens(result.tgtIds);  // one per decoder step
-          view.target.textContent = result.text;
-          drawTokens(view.srcList, srcTokens);
-          drawTokens(view.tgtList, tgtTokens);
-          drawHeatmap(view.heatmap, srcTokens, tgtTokens, result.attention);
-          root.dataset.source = text;
+          if (stale(request)()) return;
+          current = state;
+          show(request);
+          el.readAs.hidden = text === typed;
+          el.readAs.textContent = text === typed ? "" : "Read as \u201c" + text + "\u201d.";
+          showSeen(text);
+          root.dataset.source = typed;
+          root.dataset.text = text;
+          root.dataset.lang = model.lang;
+          root.dataset.step = model.step;
           root.dataset.ms = ms.toFixed(1);
-          say("done", "Translated in " + Math.round(ms) + " ms: " + result.attention.length +
-              " decoder steps.");
+          say("done", describe(view(state), ms));
         }).catch(function (error) {
           if (stale(request)()) return;
           clear();
           say("failed", "The translation failed: " + error.message);
         });
-      }, function () { /* said once, below */ });
+      }, function (error) {
+        if (!stale(request)()) say("failed", "The model could not be loaded: " + error.message);
+      });
+    };
+
+    var setCheckpointLabel = function () {
+      var manifest = root.__manifest;
+      if (!manifest) return;
+      var steps = manifest.training_steps;
+      var i = Number(el.checkpoint.value);
+      var entry = steps[Math.min(i, steps.length - 1)];
+      el.checkpointLabel.textContent = i === 0 ? "step 0: untrained" :
+        i >= steps.length - 1 ? "step " + entry.step + ": the average of steps " +
+          entry.averaged.join(", ") : "step " + entry.step;
+      el.checkpoint.setAttribute("aria-valuetext", el.checkpointLabel.textContent);
+      el.checkpoint.disabled = lang() !== "de";
     };
 
     input.addEventListener("input", function () {
       clearTimeout(timer);
-      timer = setTimeout(run, DEBOUNCE_MS);
+      timer = setTimeout(translateNow, DEBOUNCE_MS);
     });
     input.addEventListener("keydown", function (event) {
-      if (event.key === "Enter") run();
+      if (event.key === "Enter") translateNow();
     });
     root.querySelectorAll("[data-example]").forEach(function (button) {
       button.addEventListener("click", function () {
         input.value = button.dataset.example;
-        run();
+        translateNow();
       });
     });
+    el.step.addEventListener("click", function () { act(undefined); });
+    el.restart.addEventListener("click", function () { act(null); });
+    el.finish.addEventListener("click", function () { act("finish"); });
+    [el.kind, el.layer].forEach(function (select) {
+      select.addEventListener("change", drawMap);
+    });
+    el.head.addEventListener("change", function () { headChosen = true; drawMap(); });
+    el.checkpoint.addEventListener("input", function () {
+      setCheckpointLabel();
+      translateNow();
+    });
+    el.language.addEventListener("change", function () {
+      root.dataset.language = lang();
+      setCheckpointLabel();
+      translateNow();
+    });
 
-    var begin = performance.now();
-    say("loading", "Loading the model\u2026");
-    loadModel().then(function (model) {
+    var started = performance.now();
+    var load = function () {
+      say("loading", "Loading the model\u2026");
+      return loadModel(lang(), "final");
+    };
+    // Home's small version loads the model (about 15 MB with the runtime) only when asked
+    var ready = root.dataset.load === "on-request" ? new Promise(function (resolve) {
+      say("idle", "Click in the box or press Enter to load the model, about 15 MB.");
+      var go = function () {
+        input.removeEventListener("focus", go);
+        started = performance.now();
+        resolve(load());
+      };
+      input.addEventListener("focus", go);
+    }) : load();
+    ready.then(function (model) {
       if (!input.isConnected) return;
+      root.__manifest = model.manifest;
+      el.checkpoint.max = String(model.manifest.training_steps.length - 1);
+      el.checkpoint.value = el.checkpoint.max;
+      setCheckpointLabel();
       // since this page was shown, and since the navigation started (a full page load)
-      root.dataset.loadMs = (performance.now() - begin).toFixed(1);
+      root.dataset.loadMs = (performance.now() - started).toFixed(1);
       root.dataset.readyAt = performance.now().toFixed(1);
-      run();
+      translateNow();
     }, function (error) {
       if (input.isConnected) say("failed", "The model could not be loaded: " + error.message);
     });
   }
 
   window.translatorDemo = {BpeTokenizer: BpeTokenizer, loadModel: loadModel, clean: clean,
-                           translate: translate};
+                           canonical: canonical, parseNumber: parseNumber,
+                           numberWords: numberWords, translate: translate, begin: begin,
+                           run: run, step: step, view: view, topK: topK};
 
   function onPage() {
     var input = document.getElementById("translator-source");

@@ -1,10 +1,12 @@
 """The committed translator of the "Try it" page matches the package's code.
 
 docs/assets/translator/ holds what scripts/build_translator_demo.py wrote: `model.pt` (a
-`save_checkpoint` file), `encoder.onnx` and `decoder.onnx`, `tokenizer.json` and `manifest.json`.
-These tests rebuild what they can from the checkpoint with the package and compare: the graphs
-(against a fresh `export_onnx` and against PyTorch), the tokenizer file, greedy decoding on
-held-out numbers, the manifest, and the numbers the page states.
+`save_checkpoint` file), `encoder.onnx` and `decoder.onnx` with every attention map as an output,
+`tokenizer.json`, `manifest.json`, `train_numbers.json`, the same run at earlier steps in
+`steps/NNNN/` and the English-to-French model in `fr/`. These tests rebuild what they can from
+the checkpoints with the package and compare: the graphs (against a fresh `export_onnx` and
+against PyTorch), the tokenizer file, greedy decoding on held-out numbers, the manifest, the
+training split, and the numbers the page states.
 """
 
 from __future__ import annotations
@@ -67,7 +69,7 @@ def committed():
 @pytest.fixture(scope="module")
 def fresh(model, tmp_path_factory):
     folder = tmp_path_factory.mktemp("export")
-    paths = export_onnx(model, folder, opset=18, attention_weights=True)
+    paths = export_onnx(model, folder, opset=18, attention_weights="all")
     return {name: _session(path) for name, path in paths.items()}
 
 
@@ -125,8 +127,9 @@ def _inputs(tokenizer: SharedTokenizer):
 def test_committed_graphs_match_a_fresh_export_and_pytorch(model, tokenizer, committed, fresh):
     for src, src_mask, ys in _inputs(tokenizer):
         feeds = {"src": src.astype(np.int64), "src_mask": src_mask}
-        (memory,) = committed["encoder"].run(["memory"], feeds)
-        (memory_fresh,) = fresh["encoder"].run(["memory"], feeds)
+        memory, enc_maps = committed["encoder"].run(None, feeds)
+        memory_fresh, enc_maps_fresh = fresh["encoder"].run(None, feeds)
+        np.testing.assert_allclose(enc_maps, enc_maps_fresh, atol=TOLERANCE, rtol=0)
         with torch.no_grad():
             mask = torch.from_numpy(src_mask)
             memory_torch = model.encode(torch.from_numpy(src), mask)
@@ -136,9 +139,12 @@ def test_committed_graphs_match_a_fresh_export_and_pytorch(model, tokenizer, com
         np.testing.assert_allclose(memory, memory_fresh, atol=TOLERANCE, rtol=0)
         np.testing.assert_allclose(memory, memory_torch.numpy(), atol=TOLERANCE, rtol=0)
         step = {"memory": memory, "src_mask": src_mask, "ys": ys.astype(np.int64)}
-        names = ["log_probs", "cross_attention"]
-        log_probs, attention = committed["decoder"].run(names, step)
-        log_probs_fresh, attention_fresh = fresh["decoder"].run(names, step)
+        names = ["log_probs", "cross_attention", "decoder_self_attention",
+                 "decoder_cross_attention"]
+        log_probs, attention, *maps = committed["decoder"].run(names, step)
+        log_probs_fresh, attention_fresh, *maps_fresh = fresh["decoder"].run(names, step)
+        for got, want in zip(maps, maps_fresh):
+            np.testing.assert_allclose(got, want, atol=TOLERANCE, rtol=0)
         np.testing.assert_allclose(log_probs, log_probs_fresh, atol=TOLERANCE, rtol=0)
         np.testing.assert_allclose(attention, attention_fresh, atol=TOLERANCE, rtol=0)
         np.testing.assert_allclose(log_probs, log_probs_torch.numpy(), atol=TOLERANCE, rtol=0)
@@ -182,3 +188,66 @@ def test_the_page_states_the_manifests_numbers(manifest):
 
 def _words(n: int) -> str:
     return {3: "three", 4: "four", 5: "five", 6: "six"}.get(n, str(n))
+
+
+def _other_models(manifest: dict) -> list[Path]:
+    folders = [ASSETS / entry["folder"] for entry in manifest["training_steps"][:-1]]
+    return folders + [ASSETS / manifest["languages"]["fr"]["folder"]]
+
+
+def test_the_earlier_steps_and_the_french_model_are_described_and_match_their_checkpoints(
+        manifest, tmp_path):
+    steps = manifest["training_steps"]
+    assert [s["step"] for s in steps] == [0, 100, 200, 400, 800, manifest["steps"]]
+    assert steps[-1]["averaged"] == manifest["averaged"] and steps[-1]["folder"] == ""
+    for entry in steps[:-1]:
+        for name, facts in entry["files"].items():
+            data = (ASSETS / entry["folder"] / name).read_bytes()
+            assert facts == {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    french = manifest["languages"]["fr"]
+    for name, facts in french["files"].items():
+        data = (ASSETS / french["folder"] / name).read_bytes()
+        assert facts == {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    for folder in _other_models(manifest):
+        model, metadata = load_checkpoint(folder / "model.pt")
+        model.eval()
+        tokenizer_file = folder / "tokenizer.json"
+        if not tokenizer_file.is_file():  # an earlier step: the run's tokenizer
+            tokenizer_file = ASSETS / "tokenizer.json"
+        assert metadata["tokenizer"].encode("utf-8") == tokenizer_file.read_bytes()
+        tokenizer = SharedTokenizer.load(tokenizer_file)
+        ids = tokenizer.encode("four hundred and forty-one") + [EOS]
+        src = np.array([ids])
+        src_mask = np.ones((1, 1, len(ids)), dtype=bool)
+        ys = np.array([[BOS] + ids[:3]])
+        committed = {name: _session(folder / f"{name}.onnx") for name in ("encoder", "decoder")}
+        memory, _ = committed["encoder"].run(None, {"src": src, "src_mask": src_mask})
+        log_probs, *_ = committed["decoder"].run(
+            None, {"memory": memory, "src_mask": src_mask, "ys": ys})
+        with torch.no_grad():
+            mask = torch.from_numpy(src_mask)
+            out = model.decode(model.encode(torch.from_numpy(src), mask), mask,
+                               torch.from_numpy(ys), subsequent_mask(ys.shape[1]))
+            expected = model.generator(out[:, -1]).numpy()
+        np.testing.assert_allclose(log_probs, expected, atol=TOLERANCE, rtol=0)
+
+
+def test_the_french_model_translates_held_out_numbers(manifest):
+    folder = ASSETS / manifest["languages"]["fr"]["folder"]
+    model, _ = load_checkpoint(folder / "model.pt")
+    tokenizer = SharedTokenizer.load(folder / "tokenizer.json")
+    pairs = number_pairs(split_numbers(DEFAULT_SIZES, seed=0)["test"][:100], "fr")
+    sources = [tokenizer.encode(s) + [EOS] for s, _ in pairs]
+    outputs = translate_ids(model.eval(), sources, beam_size=1, batch_size=50)
+    right = sum(tokenizer.decode(o) == ref for o, (_, ref) in zip(outputs, pairs))
+    assert right >= 90, right
+    assert manifest["languages"]["fr"]["test_exact_match"] >= 90.0
+
+
+def test_the_training_numbers_are_the_corpus_split(manifest):
+    seen = json.loads((ASSETS / "train_numbers.json").read_text(encoding="utf-8"))
+    train = split_numbers(DEFAULT_SIZES, seed=0)["train"]
+    assert seen["below"] == 1000 and all(n in train for n in range(1000))
+    assert seen["numbers"] == sorted(n for n in train if n >= 1000)
+    data = (ASSETS / "train_numbers.json").read_bytes()
+    assert manifest["seen"]["sha256"] == hashlib.sha256(data).hexdigest()
