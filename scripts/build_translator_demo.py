@@ -2,29 +2,29 @@
 
 The page runs the model in the reader's browser with onnxruntime-web, so its files are part of the
 site's sources and kept in git; the docs build trains nothing. This script makes them again, from
-scratch and with fixed seeds:
-
-1. the English-to-German number corpus (`number_corpus`, default sizes, split seed 0);
-2. a translator trained with the default settings of `translate train` (`paper-small`,
-   `TranslationConfig()`, seed 0, one CPU thread), its last checkpoints averaged (section 6.1);
-3. greedy exact match on the 1000 test numbers, none of which was seen in training;
-4. into docs/assets/translator/: `encoder.onnx` and `decoder.onnx` (`export_onnx` with every
-   attention map as an output), the `tokenizer.json` that `tokenizers` writes, `model.pt` (a
-   `save_checkpoint` file, readable with `torch.load(weights_only=True)`), and `manifest.json`:
-   settings, scores, and the size and SHA-256 of every file;
-5. the same run earlier in its training, for the page's training slider: the untrained model
-   (step 0) and the checkpoints of steps 100, 200, 400 and 800, each as `steps/NNNN/` with its
-   two graphs and its `model.pt`;
-6. `train_numbers.json`: the numbers of the training split at or above 1000 (every number
-   below 1000 is in it), for the page's "seen in training" badge;
-7. the same recipe for English to French, final model only, into `fr/`.
-Every file is written atomically.
+scratch and with fixed seeds. Its parts (`--only`, all but `graphs` by default):
+- `main`: the English-to-German number corpus (`number_corpus`, default sizes, split seed 0); a
+  translator trained with the default settings of `translate train` (`paper-small`,
+  `TranslationConfig()`, seed 0, one CPU thread), its last checkpoints averaged (section 6.1);
+  greedy exact match on the 1000 test numbers, none of which was seen in training; written into
+  docs/assets/translator/ as `encoder.onnx` and `decoder.onnx` (`export_onnx` with every
+  attention map as an output), the `tokenizer.json` that `tokenizers` writes and `model.pt` (a
+  `save_checkpoint` file, readable with `torch.load(weights_only=True)`);
+- `graphs`: the two graphs of the committed `model.pt` exported again, without training;
+- `replay`: for the page's training slider, a second run of the same recipe with its
+  checkpoints kept: the untrained model (step 0), steps 100, 200, 400 and 800, and the run's
+  final average, each as `steps/NNNN/` with its two graphs and its `model.pt`;
+- `fr`: the same recipe for English to French, into `fr/`.
+Every build also writes `train_numbers.json` (the training split's numbers at or above 1000;
+every number below 1000 is in it) for the page's "seen in training" badge, and `manifest.json`:
+settings, scores, and the size and SHA-256 of every file, keeping what it said of the parts
+not built. Every file is written atomically.
 
 The positional-encoding table is a constant of both graphs, so the model is built with
 `max_len=128` rows instead of 5000: the longest number of the corpus is about 20 tokens, the
 sinusoids of the first 128 positions are the same, and each graph is 1.2 MB smaller.
 
-    .venv/bin/python scripts/build_translator_demo.py            # about 7 minutes on one core
+    .venv/bin/python scripts/build_translator_demo.py            # about 10 minutes on one core
 
 tests/docs/test_translator_assets.py checks that the committed files match the package's code.
 """
@@ -57,7 +57,7 @@ from vanilla_transformer.inference.evaluate import (
 )
 from vanilla_transformer.interop.onnx import ALL_ATTENTION_OUTPUTS, export_onnx
 from vanilla_transformer.model.encoder_decoder import make_model_from_config
-from vanilla_transformer.training.checkpoints import save_checkpoint
+from vanilla_transformer.training.checkpoints import load_checkpoint, save_checkpoint
 from vanilla_transformer.training.translation import (
     DEFAULT_PRESET,
     TranslationConfig,
@@ -144,35 +144,85 @@ def write_early_steps(run: object, config: TranslationConfig, kept: Path, out: P
     return entries
 
 
-def build(out: Path, threads: int) -> dict[str, object]:
-    torch.set_num_threads(threads)
+def write_model(model: torch.nn.Module, tokenizer: object, folder: Path, **metadata) -> dict:
+    """The graphs, `tokenizer.json` and `model.pt` of one model; their sizes and hashes."""
+    folder.mkdir(parents=True, exist_ok=True)
+    export_graphs(model, folder)
+    tokenizer.save(folder / "tokenizer.json")
+    save_checkpoint(folder / "model.pt", model, tokenizer=tokenizer.tokenizer.to_str(),
+                    **metadata)
+    return {name: file_facts(folder / name) for name in FILES}
+
+
+def build_main(out: Path, manifest: dict) -> None:
+    """Train the German translator and write it at the top of `out`."""
+    with tempfile.TemporaryDirectory() as run_dir:
+        run, config = train(LANG, run_dir, None)
+    model, tokenizer = run.model.eval(), run.tokenizer
+    exact = test_exact_match(model, tokenizer, LANG)
+    write_model(model, tokenizer, out, steps=run.step, averaged=run.averaged)
+    manifest.update({
+        "model": model.config.to_dict(), "training": config.to_dict(), "steps": run.step,
+        "averaged": run.averaged, "parameters": sum(p.numel() for p in model.parameters()),
+        "vocab_size": tokenizer.vocab_size, "test_exact_match": round(exact, 2),
+        "test_size": DEFAULT_SIZES["test"]})
+
+
+def build_graphs(out: Path, manifest: dict) -> None:
+    """Export the graphs of the committed German model again, without training."""
+    model, _ = load_checkpoint(out / "model.pt")
+    export_graphs(model.eval(), out)
+
+
+def build_replay(out: Path, manifest: dict) -> None:
+    """Train the German translator again, keeping the checkpoints of `EARLY_STEPS`, and write
+    them and the run's final average as `steps/NNNN/` (the tokenizer is the main model's)."""
     with tempfile.TemporaryDirectory() as run_dir, tempfile.TemporaryDirectory() as kept:
         run, config = train(LANG, run_dir, Path(kept))
-        model, tokenizer = run.model.eval(), run.tokenizer
-        exact = test_exact_match(model, tokenizer, LANG)
-        out.mkdir(parents=True, exist_ok=True)
-        early = write_early_steps(run, config, Path(kept), out)
-    export_graphs(model, out)
-    tokenizer.save(out / "tokenizer.json")
-    save_checkpoint(out / "model.pt", model, steps=run.step, averaged=run.averaged,
-                    tokenizer=tokenizer.tokenizer.to_str())
+        exact = test_exact_match(run.model.eval(), run.tokenizer, LANG)
+        entries = write_early_steps(run, config, Path(kept), out)
+    folder = out / "steps" / f"{run.step:04d}"
+    folder.mkdir(parents=True, exist_ok=True)
+    export_graphs(run.model, folder)
+    save_checkpoint(folder / "model.pt", run.model, steps=run.step, averaged=run.averaged,
+                    tokenizer=run.tokenizer.tokenizer.to_str())
+    entries.append({"step": run.step, "averaged": run.averaged, "folder": f"steps/{run.step:04d}/",
+                    "test_exact_match": round(exact, 2),
+                    "files": {name: file_facts(folder / name) for name in STEP_FILES}})
+    manifest["training_steps"] = entries
 
-    # the second language: the same recipe, the final model only
-    second = out / SECOND_LANG
-    second.mkdir(parents=True, exist_ok=True)
+
+def build_second_language(out: Path, manifest: dict) -> None:
+    """The English-to-French translator, trained the same way, in `fr/`."""
     with tempfile.TemporaryDirectory() as run_dir:
-        run2, _ = train(SECOND_LANG, run_dir, None)
-    model2, tokenizer2 = run2.model.eval(), run2.tokenizer
-    exact2 = test_exact_match(model2, tokenizer2, SECOND_LANG)
-    export_graphs(model2, second)
-    tokenizer2.save(second / "tokenizer.json")
-    save_checkpoint(second / "model.pt", model2, steps=run2.step, averaged=run2.averaged,
-                    tokenizer=tokenizer2.tokenizer.to_str())
+        run, _ = train(SECOND_LANG, run_dir, None)
+    model, tokenizer = run.model.eval(), run.tokenizer
+    exact = test_exact_match(model, tokenizer, SECOND_LANG)
+    files = write_model(model, tokenizer, out / SECOND_LANG, steps=run.step,
+                        averaged=run.averaged)
+    manifest.setdefault("languages", {})[SECOND_LANG] = {
+        "folder": f"{SECOND_LANG}/", "test_exact_match": round(exact, 2), "steps": run.step,
+        "averaged": run.averaged, "parameters": sum(p.numel() for p in model.parameters()),
+        "vocab_size": tokenizer.vocab_size, "files": files}
 
+
+PARTS = {"main": build_main, "graphs": build_graphs, "replay": build_replay,
+         "fr": build_second_language}
+
+
+def build(out: Path, threads: int, parts: list[str]) -> dict[str, object]:
+    """Build `parts` into `out`, keeping what the manifest says of the others."""
+    torch.set_num_threads(threads)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "manifest.json"
+    manifest = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    for part in parts:
+        PARTS[part](out, manifest)
     split = split_numbers(DEFAULT_SIZES, seed=CORPUS_SEED)
     seen = sorted(n for n in split["train"] if n >= DEFAULT_ALWAYS_FIRST)
-    write_json(out / "train_numbers.json", {"below": DEFAULT_ALWAYS_FIRST, "numbers": seen})
-    manifest = {
+    text = json.dumps({"below": DEFAULT_ALWAYS_FIRST, "numbers": seen}, separators=(",", ":"))
+    atomic_write(out / "train_numbers.json", lambda f: f.write(text.encode("utf-8") + b"\n"))
+    manifest.update({
         "format": FORMAT,
         "version": 2,
         "source_language": "en",
@@ -180,14 +230,6 @@ def build(out: Path, threads: int) -> dict[str, object]:
         "corpus": {"sizes": dict(DEFAULT_SIZES), "seed": CORPUS_SEED, "limit": DEFAULT_LIMIT,
                    "always_train_below": DEFAULT_ALWAYS_FIRST},
         "preset": DEFAULT_PRESET,
-        "model": model.config.to_dict(),
-        "training": config.to_dict(),
-        "steps": run.step,
-        "averaged": run.averaged,
-        "parameters": sum(p.numel() for p in model.parameters()),
-        "vocab_size": tokenizer.vocab_size,
-        "test_exact_match": round(exact, 2),
-        "test_size": DEFAULT_SIZES["test"],
         "decoding": {"start_symbol": BOS, "end_symbol": EOS, "pad_symbol": PAD,
                      "unk_symbol": UNK, "max_extra": MAX_EXTRA,
                      "max_src_tokens": MAX_LEN - MAX_EXTRA},
@@ -197,17 +239,11 @@ def build(out: Path, threads: int) -> dict[str, object]:
                  "decoder_outputs": ["log_probs", "cross_attention",
                                      *ALL_ATTENTION_OUTPUTS["decoder"]]},
         "files": {name: file_facts(out / name) for name in FILES},
-        "training_steps": early + [{"step": run.step, "averaged": run.averaged, "folder": ""}],
         "seen": {"file": "train_numbers.json", **file_facts(out / "train_numbers.json")},
-        "languages": {
-            LANG: {"folder": "", "test_exact_match": round(exact, 2)},
-            SECOND_LANG: {"folder": f"{SECOND_LANG}/", "test_exact_match": round(exact2, 2),
-                          "steps": run2.step, "averaged": run2.averaged,
-                          "parameters": sum(p.numel() for p in model2.parameters()),
-                          "vocab_size": tokenizer2.vocab_size,
-                          "files": {name: file_facts(second / name) for name in FILES}},
-        },
-    }
+    })
+    languages = manifest.setdefault("languages", {})
+    languages[LANG] = {"folder": "", "test_exact_match": manifest["test_exact_match"]}
+    manifest["languages"] = {LANG: languages.pop(LANG), **languages}
     write_json(out / "manifest.json", manifest)
     return manifest
 
@@ -216,9 +252,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=OUT, help="folder to write (default %(default)s)")
     parser.add_argument("--threads", type=int, default=1, help="CPU threads (default %(default)s)")
+    parser.add_argument("--only", default="main,replay,fr",
+                        help="comma-separated parts to build: main (train the German model), "
+                             "graphs (export the committed German model's graphs again), "
+                             "replay (a second German run with its checkpoints), fr "
+                             "(default %(default)s)")
     args = parser.parse_args(argv)
+    parts = [p for p in args.only.split(",") if p]
+    unknown = sorted(set(parts) - set(PARTS))
+    if unknown:
+        parser.error(f"unknown parts {unknown}; choose from {sorted(PARTS)}")
     start = time.perf_counter()
-    manifest = build(args.out, args.threads)
+    manifest = build(args.out, args.threads, parts)
     for name, facts in manifest["files"].items():
         print(f"wrote {args.out / name}: {facts['bytes']:,} bytes")
     print(f"{manifest['parameters']:,} parameters, {manifest['test_exact_match']} % exact match; "

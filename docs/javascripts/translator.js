@@ -578,18 +578,6 @@
     select.appendChild(el);
   }
 
-  // The head of the last layer whose cross-attention rows are the most peaked on average.
-  function sharpestHead(crossMaps) {
-    var layer = crossMaps[crossMaps.length - 1];
-    var best = 0, bestScore = -1;
-    layer.forEach(function (grid, a) {
-      var score = 0;
-      grid.forEach(function (row) { score += Math.max.apply(null, row); });
-      if (score > bestScore) { best = a; bestScore = score; }
-    });
-    return best;
-  }
-
   // A stand-in for a control the page does not have (Home's small version has no selectors,
   // no step-through and no slider): detached, so it is never shown.
   function standIn(tag, value) {
@@ -617,16 +605,18 @@
       restart: q("#explorer-restart", "button"), finish: q("#explorer-finish", "button"),
       topk: q("#explorer-topk", "ol"), checkpoint: q("#explorer-checkpoint", "input", "99"),
       checkpointLabel: q("#explorer-checkpoint-label"),
+      replayOff: q("#explorer-replay-off", "button"),
     };
     var latest = 0;
     var timer = null;
     var current = null;  // the state on show
-    var headChosen = false;  // the reader picked a head: keep it
     var stale = function (request) {
       return function () { return request !== latest || !input.isConnected; };
     };
     var say = function (state, text) {
       root.dataset.state = state;
+      // a test or a script can wait for the translation of what was typed last
+      if (state !== "busy" && state !== "loading") delete root.dataset.pending;
       el.status.textContent = text;
       el.status.classList.toggle("translator-status--problem", state === "invalid" ||
                                  state === "failed");
@@ -646,13 +636,13 @@
       root.dataset.ys = "";
     };
     var lang = function () { return el.language.value || "de"; };
+    // "final" (the page's model), or the folder name of the replayed run's checkpoint
     var stepKey = function () {
-      if (lang() !== "de") return "final";
       var manifest = root.__manifest;
-      if (!manifest) return "final";
+      if (lang() !== "de" || !manifest || root.dataset.replay !== "on") return "final";
       var steps = manifest.training_steps;
-      var i = Number(el.checkpoint.value);
-      return i >= steps.length - 1 ? "final" : steps[i].folder.split("/")[1];
+      var i = Math.min(Number(el.checkpoint.value), steps.length - 1);
+      return steps[i].folder.split("/")[1];
     };
 
     var fillSelectors = function (v) {
@@ -666,10 +656,6 @@
         el.head.replaceChildren();
         option(el.head, "average", "average of the " + h + " heads");
         for (var a = 0; a < h; a++) option(el.head, String(a), "head " + (a + 1));
-      }
-      if (!headChosen && v.done && el.kind.value === "cross" &&
-          Number(el.layer.value) === N - 1) {
-        el.head.value = String(sharpestHead(v.crossMaps));
       }
     };
 
@@ -850,16 +836,20 @@
       var manifest = root.__manifest;
       if (!manifest) return;
       var steps = manifest.training_steps;
-      var i = Number(el.checkpoint.value);
-      var entry = steps[Math.min(i, steps.length - 1)];
-      el.checkpointLabel.textContent = i === 0 ? "step 0: untrained" :
-        i >= steps.length - 1 ? "step " + entry.step + ": the average of steps " +
+      var i = Math.min(Number(el.checkpoint.value), steps.length - 1);
+      var entry = steps[i];
+      var text = root.dataset.replay !== "on" ? "off: the page's model" :
+        i === 0 ? "step 0: untrained" :
+        entry.averaged ? "step " + entry.step + ": the average of steps " +
           entry.averaged.join(", ") : "step " + entry.step;
-      el.checkpoint.setAttribute("aria-valuetext", el.checkpointLabel.textContent);
+      el.checkpointLabel.textContent = text;
+      el.checkpoint.setAttribute("aria-valuetext", text);
       el.checkpoint.disabled = lang() !== "de";
+      el.replayOff.disabled = root.dataset.replay !== "on";
     };
 
     input.addEventListener("input", function () {
+      root.dataset.pending = "1";
       clearTimeout(timer);
       timer = setTimeout(translateNow, DEBOUNCE_MS);
     });
@@ -878,8 +868,14 @@
     [el.kind, el.layer].forEach(function (select) {
       select.addEventListener("change", drawMap);
     });
-    el.head.addEventListener("change", function () { headChosen = true; drawMap(); });
+    el.head.addEventListener("change", drawMap);
     el.checkpoint.addEventListener("input", function () {
+      root.dataset.replay = "on";
+      setCheckpointLabel();
+      translateNow();
+    });
+    el.replayOff.addEventListener("click", function () {
+      root.dataset.replay = "off";
       setCheckpointLabel();
       translateNow();
     });
@@ -909,6 +905,7 @@
       root.__manifest = model.manifest;
       el.checkpoint.max = String(model.manifest.training_steps.length - 1);
       el.checkpoint.value = el.checkpoint.max;
+      root.dataset.replay = "off";
       setCheckpointLabel();
       // since this page was shown, and since the navigation started (a full page load)
       root.dataset.loadMs = (performance.now() - started).toFixed(1);

@@ -118,8 +118,8 @@ def state(tab) -> dict:
 def typed(tab, text: str) -> dict:
     tab.fill("#translator-source", text)
     tab.wait_for_function(
-        "(t) => { const r = document.querySelector('.translator');"
-        " return r.dataset.source === t && ['done', 'invalid'].includes(r.dataset.state); }",
+        "(t) => { const r = document.querySelector('.translator'); return !r.dataset.pending"
+        " && r.dataset.source === t && ['done', 'invalid'].includes(r.dataset.state); }",
         arg=" ".join(text.split()).lower(), timeout=TIMEOUT_MS)
     return state(tab)
 
@@ -161,18 +161,25 @@ def test_the_default_example_is_a_crossing_one_and_its_map_shows_the_crossing(pa
     view = state(page)
     assert view["source"] == CROSSING and view["target"] == german.translate(CROSSING)
     assert view["target"] == "vierhunderteinundvierzig"
-    assert view["kind"] == "cross" and view["layer"] == 1 and view["head"] != "average"
+    assert view["kind"] == "cross" and view["layer"] == 1 and view["head"] == "average"
     # the row of the units piece peaks on the English "one", after "forty"
     names = german.names
     src = [names[i] for i in german.src(CROSSING)]
     out = [names[i] for i in view["ys"][1:]]
     grid = {(r, c): w for r, c, w in view["weights"]}
     units_row = next(i for i, t in enumerate(out) if "ein" in t)
-    tens_row = next(i for i, t in enumerate(out) if "vier" in t and i > units_row)
+    tens_row = next(i for i, t in enumerate(out) if "vierzig" in t and i > units_row)
     peak = lambda row: max(range(len(src)), key=lambda c: grid[(row, c)])
     assert "one" in src[peak(units_row)], (src, out, peak(units_row))
-    assert "forty" in src[peak(tens_row)] or "for" in src[peak(tens_row)], (src, peak(tens_row))
+    assert src[peak(tens_row)] == "\u2581forty-", (src, peak(tens_row))
     assert "darker" not in view["caption"]
+    # what the page says of the heads of layer 2 (head 1: ein on "one"; 3 and 4: undvierzig
+    # on "forty-")
+    reference = german.run(CROSSING, view["ys"][:-1])["cross"][1]
+    assert src[int(reference[0, units_row].argmax())] == "one"
+    assert float(reference[0, units_row].max()) > 0.9
+    for head in (2, 3):
+        assert src[int(reference[head, tens_row].argmax())] == "\u2581forty-"
 
 
 def test_step_through_shows_the_five_most_probable_tokens_of_pytorch(page, german):
@@ -242,22 +249,38 @@ def test_a_tap_on_a_cell_shows_its_value(page):
     assert text.endswith(f"{weight:.3f}")
 
 
-def test_the_training_slider_replays_the_runs_checkpoints(page, manifest):
+def test_the_training_slider_replays_the_runs_checkpoints(page, manifest, german):
     steps = manifest["training_steps"]
     phrase = number_words(split_numbers(DEFAULT_SIZES, seed=0)["test"][3])
+    typed(page, CROSSING)
     for index, entry in enumerate(steps):
         page.evaluate("(i) => { const s = document.getElementById('explorer-checkpoint');"
                       " s.value = String(i); s.dispatchEvent(new Event('input')); }", index)
-        want_step = entry["folder"].split("/")[1] if entry["folder"] else "final"
+        folder = entry["folder"].split("/")[1]
         page.wait_for_function(
             "(s) => { const r = document.querySelector('.translator');"
             " return r.dataset.step === s && r.dataset.state === 'done'; }",
-            arg=want_step, timeout=TIMEOUT_MS)
+            arg=folder, timeout=TIMEOUT_MS)
+        model = Model(ASSETS / entry["folder"], ASSETS / "tokenizer.json")
+        view = typed(page, CROSSING)
+        assert view["step"] == folder
+        assert view["target"] == model.translate(CROSSING), entry["step"]
+        if entry["step"] == 0:  # what the page says of the untrained model
+            pieces = set(view["ys"][1:-1])
+            assert len(pieces) == 1 and max(w for _, _, w in view["weights"]) < 0.5
+        if entry["step"] == 100:
+            assert view["target"].startswith("vierhundert")
+            assert view["target"] != "vierhunderteinundvierzig"
+        if entry["step"] >= 400:
+            assert view["target"] == "vierhunderteinundvierzig"
         view = typed(page, phrase)
-        folder = ASSETS / entry["folder"]
-        model = Model(folder, ASSETS / "tokenizer.json")
-        assert view["step"] == want_step
-        assert view["target"] == model.translate(phrase), entry["step"]
+        assert view["step"] == folder and view["target"] == model.translate(phrase)
+    assert "average of steps" in page.inner_text("#explorer-checkpoint-label")
+    page.click("#explorer-replay-off")
+    page.wait_for_function("() => { const r = document.querySelector('.translator');"
+                           " return r.dataset.step === 'final' && r.dataset.state === 'done'; }",
+                           timeout=TIMEOUT_MS)
+    assert state(page)["target"] == german.translate(phrase)
 
 
 def test_the_french_model_writes_num2words_french(page, french):
