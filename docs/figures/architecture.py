@@ -22,9 +22,9 @@ from vanilla_transformer import PRESETS, make_model, subsequent_mask
 from vanilla_transformer.analysis import trace_shapes
 
 VOCAB = 16  # any vocabulary: the drawing does not depend on it
-WIDTH, BOX_W = 5.2, 1.55  # inches: the figure and a box
-X_ENC, X_DEC = 1.45, 3.75  # centres of the two columns
-FONT = 10
+WIDTH, BOX_W = 4.7, 1.35  # inches: the figure and a box
+X_ENC, X_DEC = 1.35, 3.35  # centres of the two columns
+FONT = 11
 
 COLOURS = {
     "attn": "#fcdcc0",
@@ -37,7 +37,7 @@ COLOURS = {
 }
 LABELS = {
     "self_attn": "Multi-Head\nAttention",
-    "masked_self_attn": "Masked Multi-Head\nAttention",
+    "masked_self_attn": "Masked\nMulti-Head\nAttention",
     "src_attn": "Multi-Head\nAttention",
     "feed_forward": "Feed\nForward",
 }
@@ -89,14 +89,15 @@ def column(ax, x, y0, plan, side):
         kind = "ff" if name == "feed_forward" else "attn"
         key = "masked_self_attn" if side == "dec" and name == "self_attn" else name
         if norm_after:
-            blocks += [(kind, LABELS[key], heights[kind if kind == "ff" else "sub"], name),
+            h = heights["ff" if kind == "ff" else "sub"] + 0.16 * (LABELS[key].count("\n") - 1)
+            blocks += [(kind, LABELS[key], h, name),
                        ("norm", "Add & Norm", heights["norm"], None)]
         else:
             blocks += [("norm", "Layer Norm", heights["norm"], name),
-                       (kind, LABELS[key], heights[kind if kind == "ff" else "sub"], None),
+                       (kind, LABELS[key], heights["ff" if kind == "ff" else "sub"], None),
                        ("norm", "Add", heights["norm"], None)]
     total = pad * 2 + sum(b[2] for b in blocks) + gap * len(blocks)
-    stack_w = BOX_W + 0.4
+    stack_w = BOX_W + 0.36
     ax.add_patch(FancyBboxPatch((x - stack_w / 2, y0), stack_w, total,
                                 boxstyle="round,pad=0,rounding_size=0.12",
                                 fc=COLOURS["stack"], ec="#555555", lw=1.0))
@@ -155,19 +156,19 @@ def draw():
         ax.add_patch(Circle((x, 1.15), 0.1, fc="white", ec="#333333", lw=1.0))
         ax.text(x, 1.15, "+", ha="center", va="center", fontsize=FONT)
         # the positional encoding: a small sine beside the sum
-        px = x + pe_side * 0.42
+        px = x + pe_side * 0.8
         ax.add_patch(Circle((px, 1.15), 0.14, fc="white", ec="#333333", lw=1.0))
         t = torch.linspace(-1, 1, 40)
         ax.plot(px + 0.1 * t, 1.15 + 0.07 * torch.sin(3.2 * t), color="#333333", lw=1.0)
         arrow(ax, [(px - pe_side * 0.14, 1.15), (x + pe_side * 0.1, 1.15)])
-        ax.text(px + pe_side * 0.2, 1.15, "Positional\nEncoding", fontsize=FONT, va="center",
-                ha="left" if pe_side > 0 else "right")
+        ax.text(px, 1.33, "Positional\nEncoding", fontsize=FONT, va="bottom", ha="center",
+                linespacing=1.05)
         return (x, 1.25)
 
     enc_in = inputs(X_ENC, "Inputs", -1)
     dec_in = inputs(X_DEC, "Outputs\n(shifted right)", +1)
 
-    stack_y = 1.55
+    stack_y = 1.95
     dec_rect, dec_top, dec_pos = column(ax, X_DEC, stack_y, dec_plan, "dec")
     arrow(ax, [dec_in, (X_DEC, stack_y + 0.16 + 0.2)])
     # both stacks start at the same height, as in the paper's figure
@@ -175,9 +176,9 @@ def draw():
     enc_y, enc_h = enc_rect[1], enc_rect[3]
     arrow(ax, [enc_in, (X_ENC, stack_y + 0.16 + 0.2)])
     ax.text(enc_rect[0] - 0.08, enc_y + enc_h / 2, f"{n_enc}×", ha="right", va="center",
-            fontsize=FONT + 2, weight="bold")
+            fontsize=FONT + 1, weight="bold")
     ax.text(dec_rect[0] + dec_rect[2] + 0.08, dec_rect[1] + dec_rect[3] / 2, f"{n_dec}×",
-            ha="left", va="center", fontsize=FONT + 2, weight="bold")
+            ha="left", va="center", fontsize=FONT + 1, weight="bold")
 
     # memory: the encoder's output is the keys and values of every decoder layer's src_attn
     y_src, h_src = dec_pos["src_attn"]
