@@ -42,30 +42,31 @@ def source_attention(sentence: str = SENTENCE):
 def draw():
     source, predicted, weights = source_attention()
     h, rows, cols = weights.shape
-    # the heads side by side, one blank column between two heads
-    grid = torch.full((rows, h * (cols + 1) - 1), float("nan"))
-    ticks, labels = [], []
-    for i in range(h):
-        grid[:, i * (cols + 1): i * (cols + 1) + cols] = weights[i]
-        ticks += [i * (cols + 1) + c for c in range(cols)]
-        labels += source
-    fig, ax = plt.subplots(figsize=(5.6, 3.2))
-    ax.imshow(grid, cmap="Blues", vmin=0, vmax=1.25, aspect="auto")
-    ax.set_xticks(ticks, labels, rotation=90, fontsize=11)
-    ax.set_yticks(range(rows), predicted, fontsize=11)
-    ax.tick_params(length=0)
-    for side in ("top", "right", "bottom", "left"):
-        ax.spines[side].set_visible(False)
-    for i in range(h):
-        ax.text(i * (cols + 1) + (cols - 1) / 2, -0.75, f"head {i}", ha="center", fontsize=11)
-        for r in range(rows):
-            for c in range(cols):
-                w = float(weights[i, r, c])
-                if w >= 0.3:
-                    text = "1" if w >= 0.95 else f"{w:.1f}".removeprefix("0")
-                    ax.text(i * (cols + 1) + c, r, text, ha="center",
-                            va="center", fontsize=11,
-                            color="white" if w > 0.75 else "black")
-    ax.set_ylabel("predicting", fontsize=11)
-    fig.tight_layout()
+    per_row = 2  # heads side by side in one heatmap, one blank column between two heads
+    fig, axes = plt.subplots(h // per_row, 1, figsize=(4.7, 5.4))
+    for a, ax in enumerate(axes):
+        heads = range(a * per_row, (a + 1) * per_row)
+        grid = torch.full((rows, per_row * (cols + 1) - 1), float("nan"))
+        ticks, labels = [], []
+        for j, i in enumerate(heads):
+            grid[:, j * (cols + 1): j * (cols + 1) + cols] = weights[i]
+            ticks += [j * (cols + 1) + c for c in range(cols)]
+            labels += source
+            ax.text(j * (cols + 1) + (cols - 1) / 2, -0.7, f"head {i}", ha="center",
+                    fontsize=11)
+            for r in range(rows):
+                for c in range(cols):
+                    w = float(weights[i, r, c])
+                    if w >= 0.3:
+                        text = "1" if w >= 0.95 else f"{w:.1f}".removeprefix("0")
+                        ax.text(j * (cols + 1) + c, r, text, ha="center", va="center",
+                                fontsize=11, color="white" if w > 0.75 else "black")
+        ax.imshow(grid, cmap="Blues", vmin=0, vmax=1.25, aspect="auto")
+        ax.set_xticks(ticks, labels, rotation=90, fontsize=11)
+        ax.set_yticks(range(rows), predicted, fontsize=11)
+        ax.tick_params(length=0)
+        for side in ("top", "right", "bottom", "left"):
+            ax.spines[side].set_visible(False)
+        ax.set_ylabel("predicting", fontsize=11)
+    fig.tight_layout(h_pad=1.5)
     return fig
