@@ -28,7 +28,7 @@ def draw():
     top.tick_params(labelsize=11)
     top.set_xlabel("feature (even: sin, odd: cos)", fontsize=11)
     top.set_ylabel("position", fontsize=11)
-    top.set_title(f"sinusoid_table({MAX_LEN}, {D_MODEL}): red +1, white 0, blue -1", fontsize=11)
+    top.set_title(f"sinusoid_table({MAX_LEN}, {D_MODEL}): red +1, blue -1", fontsize=11)
     for i in FEATURES:
         bottom.plot(pe[:, i], lw=1.5, label=f"feature {i}")
     bottom.set_xlabel("position", fontsize=11)
