@@ -10,6 +10,8 @@ docs/learn/task-and-architecture.md.
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -74,14 +76,18 @@ def box(ax, x, y, h, text, colour, *, w=BOX_W):
 
 def arrow(ax, points, *, colour="#333333", head=True):
     """A polyline through `points`, with an arrow head at the end."""
-    for a, b in zip(points[:-2], points[1:-1]):
+    for a, b in pairwise(points[:-1]):
         ax.plot([a[0], b[0]], [a[1], b[1]], color=colour, lw=1.2, solid_capstyle="butt")
     ax.add_patch(FancyArrowPatch(points[-2], points[-1], arrowstyle="-|>" if head else "-",
                                  mutation_scale=10, lw=1.2, color=colour, shrinkA=0, shrinkB=0))
 
 
 def column(ax, x, y0, plan, side):
-    """Draw one stack's layer upward from `y0`; return its box, the top, and the cross-attention box."""
+    """Draw one stack's layer upward from `y0`.
+
+    Returns the stack's rectangle, the point its output leaves from, and the bottom and height of
+    each sublayer's box by name.
+    """
     heights = {"sub": 0.46, "ff": 0.42, "norm": 0.27}
     gap, pad = 0.2, 0.16
     blocks = []  # (kind, label, height, residual start?)
@@ -181,7 +187,7 @@ def draw():
             ha="left", va="center", fontsize=FONT + 1, weight="bold")
 
     # memory: the encoder's output is the keys and values of every decoder layer's src_attn
-    y_src, h_src = dec_pos["src_attn"]
+    y_src, _ = dec_pos["src_attn"]
     top = enc_rect[1] + enc_rect[3]
     mid_x = (enc_rect[0] + enc_rect[2] + dec_rect[0]) / 2
     arrow(ax, [enc_top, (X_ENC, top + 0.18), (mid_x, top + 0.18), (mid_x, y_src - 0.1),
@@ -199,7 +205,8 @@ def draw():
     ax.text(X_DEC, y + 1.06, "Output\nProbabilities", ha="center", va="bottom", fontsize=FONT)
     ax.text(X_ENC, top + 1.5, "paper-base", ha="center", va="bottom", fontsize=FONT,
             weight="bold")
-    ax.text(X_ENC, top + 1.45, f"d_model = {d_model}\nh = {attn.h}, d_k = {attn.d_k}\nd_ff = {d_ff}",
+    sizes = f"d_model = {d_model}\nh = {attn.h}, d_k = {attn.d_k}\nd_ff = {d_ff}"
+    ax.text(X_ENC, top + 1.45, sizes,
             ha="center", va="top", fontsize=FONT)
     ax.set_ylim(0, y + 1.55)
     fig.set_size_inches(WIDTH, y + 1.55)

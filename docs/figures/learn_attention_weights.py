@@ -33,7 +33,10 @@ def heatmap(ax, values, title, fmt):
     for i in range(values.shape[0]):
         for j in range(values.shape[1]):
             v = float(values[i, j])
-            ax.text(j, i, format(v, fmt), ha="center", va="center", fontsize=11,
+            text = format(v, fmt)
+            if fmt == ".2f":
+                text = text.removeprefix("0")  # weights are below 1: ".28" fits the cell
+            ax.text(j, i, text, ha="center", va="center", fontsize=11,
                     color="white" if v > 0.6 * float(values.max()) * 1.25 else "black")
 
 
@@ -41,9 +44,9 @@ def draw():
     d_k = Q.size(-1)
     scaled = Q @ K.T / math.sqrt(d_k)
     _, weights = attention(Q, K, V)
-    fig, axes = plt.subplots(1, 2, figsize=(5.6, 3.0))
+    fig, axes = plt.subplots(1, 2, figsize=(4.6, 2.9))
     heatmap(axes[0], scaled, "scores ÷ √d_k", ".1f")
-    heatmap(axes[1], weights, "weights (softmax of each row)", ".2f")
+    heatmap(axes[1], weights, "weights: softmax of each row", ".2f")
     axes[0].set_ylabel("query", fontsize=11)
     fig.tight_layout()
     return fig

@@ -25,7 +25,8 @@ def head_features(h: int = 8, d_model: int = 512) -> list[tuple[int, int]]:
     mha = MultiHeadedAttention(h=h, d_model=d_model)
     index = torch.arange(d_model).expand(1, SEQ_LEN, d_model)
     heads = mha.split_heads(index)  # (1, h, seq_len, d_k)
-    assert all(torch.equal(heads[0, i, 0], heads[0, i, t]) for i in range(h) for t in range(SEQ_LEN))
+    # every token of a head gets the same features
+    assert torch.equal(heads, heads[:, :, :1].expand_as(heads))
     return [(int(heads[0, i, 0].min()), int(heads[0, i, 0].max())) for i in range(h)]
 
 
@@ -33,7 +34,7 @@ def draw():
     ranges = head_features()
     h, d_model = len(ranges), ranges[-1][1] + 1
     colours = plt.get_cmap("tab10").colors
-    fig, ax = plt.subplots(figsize=(5.6, 3.6))
+    fig, ax = plt.subplots(figsize=(4.8, 3.5))
     ax.set_xlim(-0.9, 8.3)
     ax.set_ylim(-0.2, 5.2)
     ax.axis("off")
@@ -63,9 +64,9 @@ def draw():
                                      (x0 + bw / 2, 1.55), arrowstyle="-|>", mutation_scale=9,
                                      lw=0.9, color="#555555"))
     d_k = ranges[0][1] - ranges[0][0] + 1
-    ax.text(0, 0.35, f"h={h} heads, each (seq_len={SEQ_LEN}, d_k={d_k}): "
-            "view, then transpose", fontsize=11, va="top")
-    ax.text(width / 2, 2.35, "split_heads", ha="center", va="center", fontsize=11,
-            style="italic", bbox=dict(fc="white", ec="none", pad=1))
+    ax.text(0, 0.35, f"h={h} heads, each (seq_len={SEQ_LEN}, d_k={d_k})", fontsize=11, va="top")
+    ax.text(width / 2, 2.35, "split_heads: view, then transpose", ha="center", va="center",
+            fontsize=11,
+            style="italic", bbox={"fc": "white", "ec": "none", "pad": 1})
     fig.tight_layout()
     return fig

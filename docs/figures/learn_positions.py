@@ -21,7 +21,7 @@ FEATURES = (0, 8, 24, 48)
 
 def draw():
     pe = sinusoid_table(MAX_LEN, D_MODEL)
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(5.6, 5.6), height_ratios=(1.25, 1))
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(4.9, 5.4), height_ratios=(1.25, 1))
     top.imshow(pe, cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto")
     top.set_xticks([*range(0, D_MODEL, 32), D_MODEL - 1])
     top.set_yticks([*range(0, MAX_LEN, 16), MAX_LEN - 1])
