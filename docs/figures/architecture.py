@@ -1,11 +1,16 @@
-"""The model's architecture, drawn from a real `make_model` model with its default hyperparameters.
+"""The Transformer's architecture in the layout of the paper's Figure 1, drawn from a real model.
 
-Every label comes from the built model: class names from the modules, the number of layers from
-`len(model.encoder.layers)`, widths from the weight shapes, and which module each residual
-sublayer connection wraps from the call order recorded by `trace_shapes` on one forward pass.
+The model is `make_model` with the `paper-base` preset (post-norm, tied embeddings). What the
+drawing shows is read from that model: the number of layers from `len(model.encoder.layers)`,
+the sizes from the modules, which sublayers each layer has and whether its LayerNorm runs after
+the residual addition (post-norm) or before the sublayer (pre-norm) from the order in which one
+forward pass, recorded by `trace_shapes`, calls them. Explained on the lesson
+docs/learn/task-and-architecture.md.
 """
 
 from __future__ import annotations
+
+from itertools import pairwise
 
 import matplotlib
 
@@ -13,150 +18,196 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
 import torch
-from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch
 
-from vanilla_transformer import make_model, subsequent_mask
+from vanilla_transformer import PRESETS, make_model, subsequent_mask
 from vanilla_transformer.analysis import trace_shapes
 
-X_ENC, X_DEC, COLUMN_W = 0.15, 5.85, 5.0  # left edges and width of the two columns
-VOCAB = 11  # the copy task's vocabulary; only the embedding and generator sizes depend on it
+VOCAB = 16  # any vocabulary: the drawing does not depend on it
+WIDTH, BOX_W = 4.7, 1.35  # inches: the figure and a box
+X_ENC, X_DEC = 1.35, 3.35  # centres of the two columns
+FONT = 11
 
 COLOURS = {
-    "embed": "#fde9c9",
-    "attn": "#fbd3d0",
-    "ff": "#cfe8fb",
-    "norm": "#e4f4d4",
-    "stack": "#f4f4f4",
-    "gen": "#e6ddf5",
-    "io": "#ffffff",
+    "attn": "#fcdcc0",
+    "ff": "#c9e7fb",
+    "norm": "#f4f4c4",
+    "embed": "#fbd3e0",
+    "linear": "#dcd3f5",
+    "softmax": "#cfeccf",
+    "stack": "#ececec",
+}
+LABELS = {
+    "self_attn": "Multi-Head\nAttention",
+    "masked_self_attn": "Masked\nMulti-Head\nAttention",
+    "src_attn": "Multi-Head\nAttention",
+    "feed_forward": "Feed\nForward",
 }
 
 
-def wrapped_modules(records, layer_path):
-    """Pair each `sublayer.i` of a layer with the module it wraps, using the recorded call order."""
-    pairs, current = [], None
+def layer_plan(records, layer_path: str) -> list[tuple[str, bool]]:
+    """`(sublayer name, norm after it)` for each sublayer of one layer, in call order.
+
+    The recorded forward pass calls, inside each `sublayer.i`, the wrapped module and the norm;
+    post-norm calls the module first.
+    """
+    depth = layer_path.count(".") + 1
+    plan, module = [], None
     for r in records:
-        if r.path.startswith(layer_path + ".sublayer.") and r.depth == layer_path.count(".") + 3:
-            current = r.path.rsplit(".", 1)[-1]
-        elif r.path.startswith(layer_path + ".") and r.depth == layer_path.count(".") + 2:
-            if not r.path.endswith(".sublayer"):
-                pairs.append((current, r.name, r.module))
-    return pairs
+        if not r.path.startswith(layer_path + "."):
+            continue
+        rest = r.path[len(layer_path) + 1:]
+        if r.depth == depth + 1 and not rest.startswith("sublayer"):
+            module = rest
+        elif rest.startswith("sublayer.") and rest.endswith(".norm"):
+            # the norm was called after the module (post-norm) iff the module came first
+            plan.append((module, module is not None))
+            module = None
+        elif rest.startswith("sublayer.") and rest.count(".") == 1:
+            module = None
+    return plan
 
 
-def describe(module_name, module):
-    """The real sizes of an attention or feed-forward module, as a short label."""
-    if module_name == "MultiHeadedAttention":
-        return f"h={module.h}, d_k={module.d_k}"
-    if module_name == "PositionwiseFeedForward":
-        d_ff = module.w_1.weight.shape[0]
-        return f"d_ff={d_ff}"
-    return ""
+def box(ax, x, y, h, text, colour, *, w=BOX_W):
+    ax.add_patch(FancyBboxPatch((x - w / 2, y), w, h, boxstyle="round,pad=0,rounding_size=0.06",
+                                fc=colour, ec="#333333", lw=1.0))
+    ax.text(x, y + h / 2, text, ha="center", va="center", fontsize=FONT, linespacing=1.05)
 
 
-def box(ax, x, y, w, h, text, colour, *, size=10, weight="normal", ls="-"):
-    ax.add_patch(
-        FancyBboxPatch((x, y), w, h, boxstyle="round,pad=0.02,rounding_size=0.08",
-                       fc=colour, ec="#333333", lw=1.0, ls=ls)
-    )
-    ax.text(x + w / 2, y + h / 2, text, ha="center", va="center", fontsize=size, weight=weight)
+def arrow(ax, points, *, colour="#333333", head=True):
+    """A polyline through `points`, with an arrow head at the end."""
+    for a, b in pairwise(points[:-1]):
+        ax.plot([a[0], b[0]], [a[1], b[1]], color=colour, lw=1.2, solid_capstyle="butt")
+    ax.add_patch(FancyArrowPatch(points[-2], points[-1], arrowstyle="-|>" if head else "-",
+                                 mutation_scale=10, lw=1.2, color=colour, shrinkA=0, shrinkB=0))
 
 
-def arrow(ax, start, end, *, colour="#333333", style="-|>", connection="arc3"):
-    ax.add_patch(FancyArrowPatch(start, end, arrowstyle=style, mutation_scale=12, lw=1.2,
-                                 color=colour, connectionstyle=connection))
+def column(ax, x, y0, plan, side):
+    """Draw one stack's layer upward from `y0`.
+
+    Returns the stack's rectangle, the point its output leaves from, and the bottom and height of
+    each sublayer's box by name.
+    """
+    heights = {"sub": 0.46, "ff": 0.42, "norm": 0.27}
+    gap, pad = 0.2, 0.16
+    blocks = []  # (kind, label, height, residual start?)
+    for name, norm_after in plan:
+        kind = "ff" if name == "feed_forward" else "attn"
+        key = "masked_self_attn" if side == "dec" and name == "self_attn" else name
+        if norm_after:
+            h = heights["ff" if kind == "ff" else "sub"] + 0.16 * (LABELS[key].count("\n") - 1)
+            blocks += [(kind, LABELS[key], h, name),
+                       ("norm", "Add & Norm", heights["norm"], None)]
+        else:
+            blocks += [("norm", "Layer Norm", heights["norm"], name),
+                       (kind, LABELS[key], heights["ff" if kind == "ff" else "sub"], None),
+                       ("norm", "Add", heights["norm"], None)]
+    total = pad * 2 + sum(b[2] for b in blocks) + gap * len(blocks)
+    stack_w = BOX_W + 0.36
+    ax.add_patch(FancyBboxPatch((x - stack_w / 2, y0), stack_w, total,
+                                boxstyle="round,pad=0,rounding_size=0.12",
+                                fc=COLOURS["stack"], ec="#555555", lw=1.0))
+    y = y0 + pad + gap
+    # the input enters at the bottom of the stack; each residual leaves from just below its block
+    bottom = y0
+    cursor = (x, bottom)
+    branch = None
+    positions = {}
+    side_x = x - BOX_W / 2 - 0.13 if side == "enc" else x + BOX_W / 2 + 0.13
+    for kind, label, h, starts in blocks:
+        if starts is not None:
+            branch = y - gap / 2
+            arrow(ax, [cursor, (x, y)])
+            ax.plot([x, side_x], [branch, branch], color="#333333", lw=1.2)
+            positions[starts] = (y, h)
+        else:
+            arrow(ax, [cursor, (x, y)])
+        box(ax, x, y, h, label, COLOURS[kind])
+        if kind == "norm" and label != "Layer Norm":
+            # the residual connection: around the sublayer into the addition
+            edge = x - BOX_W / 2 if side == "enc" else x + BOX_W / 2
+            arrow(ax, [(side_x, branch), (side_x, y + h / 2), (edge, y + h / 2)])
+        cursor = (x, y + h)
+        y += h + gap
+    return (x - stack_w / 2, y0, stack_w, total), cursor, positions
 
 
 def draw():
     torch.manual_seed(0)
-    model = make_model(VOCAB, VOCAB).eval()
+    config = PRESETS["paper-base"]
+    model = make_model(VOCAB, VOCAB, **config).eval()
     src = torch.arange(1, 5).unsqueeze(0)
-    records = trace_shapes(model, src, src, torch.ones(1, 1, 4), subsequent_mask(4))
-
+    with torch.no_grad():
+        records = trace_shapes(model, src, src, torch.ones(1, 1, 4, dtype=torch.bool),
+                               subsequent_mask(4))
+    enc_plan = layer_plan(records, "encoder.layers.0")
+    dec_plan = layer_plan(records, "decoder.layers.0")
     n_enc, n_dec = len(model.encoder.layers), len(model.decoder.layers)
-    enc_layer, dec_layer = model.encoder.layers[0], model.decoder.layers[0]
-    enc_pairs = wrapped_modules(records, "encoder.layers.0")
-    dec_pairs = wrapped_modules(records, "decoder.layers.0")
-    norm_name = type(enc_layer.sublayer[0].norm).__name__
-    sub_name = type(enc_layer.sublayer[0]).__name__
-    emb, pos = model.src_embed[0], model.src_embed[1]
-    vocab, d_model = emb.lut.weight.shape
+    attn = model.encoder.layers[0].self_attn
+    d_model, d_ff = attn.h * attn.d_k, model.encoder.layers[0].feed_forward.w_1.out_features
+    tied = model.generator.proj.weight is model.src_embed[0].lut.weight
 
-    fig, ax = plt.subplots(figsize=(8.6, 8.4))
-    ax.set_xlim(0, 11)
-    ax.set_ylim(0, 13.6)
+    fig = plt.figure(figsize=(WIDTH, 7.9))
+    ax = fig.add_axes((0, 0, 1, 1))
+    ax.set_xlim(0, WIDTH)
+    ax.set_ylim(0, 7.9)
     ax.axis("off")
 
-    def column(x0, side, layer, pairs, n_layers):
-        w = COLUMN_W
-        embed = getattr(model, f"{side}_embed")
-        box(ax, x0, 0.2, w, 0.55, f"{side} ids  (batch, {side}_len)", COLOURS["io"])
-        box(ax, x0, 1.05, w, 0.55,
-            f"{side}_embed[0]: {type(embed[0]).__name__}  x sqrt({embed[0].d_model})", COLOURS["embed"])
-        box(ax, x0, 1.9, w, 0.55,
-            f"{side}_embed[1]: {type(embed[1]).__name__}",
+    def inputs(x, label, pe_side):
+        ax.text(x, 0.12, label, ha="center", va="center", fontsize=FONT)
+        arrow(ax, [(x, 0.26), (x, 0.45)])
+        box(ax, x, 0.45, 0.42, "Input\nEmbedding" if pe_side < 0 else "Output\nEmbedding",
             COLOURS["embed"])
-        arrow(ax, (x0 + w / 2, 0.75), (x0 + w / 2, 1.05))
-        arrow(ax, (x0 + w / 2, 1.6), (x0 + w / 2, 1.9))
-        # the stack of layers
-        sub_h, gap = 1.45, 0.25
-        stack_y = 2.8
-        stack_h = len(pairs) * (sub_h + gap) + 0.55
-        box(ax, x0 - 0.1, stack_y, w + 0.2, stack_h, "", COLOURS["stack"], ls="--")
-        ax.text(x0 + 0.05, stack_y + stack_h - 0.28,
-                f"{side[:3] == 'src' and 'encoder' or 'decoder'}.layers: {n_layers} x "
-                f"{type(layer).__name__}",
-                fontsize=11, weight="bold", va="center")
-        arrow(ax, (x0 + w / 2, 2.45), (x0 + w / 2, stack_y + 0.15))
-        centres = {}
-        for i, (sub, name, cls) in enumerate(pairs):
-            y = stack_y + 0.15 + i * (sub_h + gap)
-            kind = "attn" if "Attention" in cls else "ff"
-            box(ax, x0 + 0.05, y, w - 0.1, sub_h, "", "#ffffff")
-            ax.text(x0 + 0.2, y + sub_h - 0.2, f"sublayer[{sub}]: {sub_name}",
-                    fontsize=10, va="center", style="italic")
-            module = getattr(layer, name)
-            ax.text(x0 + w - 0.2, y + sub_h - 0.2, describe(cls, module), fontsize=10, va="center",
-                    ha="right")
-            box(ax, x0 + 0.15, y + 0.12, w - 0.3, 0.4, f"norm: {norm_name}", COLOURS["norm"], size=10)
-            box(ax, x0 + 0.15, y + 0.65, w - 0.3, 0.42, f"{name}: {cls}", COLOURS[kind], size=10)
-            arrow(ax, (x0 + w / 2, y + 0.52), (x0 + w / 2, y + 0.65))
-            if i:
-                arrow(ax, (x0 + w / 2, y - gap), (x0 + w / 2, y))
-            centres[name] = (x0 + 0.15, y + 0.86)
-        top = stack_y + stack_h
-        stack_name = "encoder" if side == "src" else "decoder"
-        stack = getattr(model, stack_name)
-        box(ax, x0, top + 0.3, w, 0.5, f"{stack_name}.norm: {type(stack.norm).__name__}",
-            COLOURS["norm"])
-        arrow(ax, (x0 + w / 2, top), (x0 + w / 2, top + 0.3))
-        return centres, top + 0.8
+        arrow(ax, [(x, 0.87), (x, 1.05)])
+        ax.add_patch(Circle((x, 1.15), 0.1, fc="white", ec="#333333", lw=1.0))
+        ax.text(x, 1.15, "+", ha="center", va="center", fontsize=FONT)
+        # the positional encoding: a small sine beside the sum
+        px = x + pe_side * 0.8
+        ax.add_patch(Circle((px, 1.15), 0.14, fc="white", ec="#333333", lw=1.0))
+        t = torch.linspace(-1, 1, 40)
+        ax.plot(px + 0.1 * t, 1.15 + 0.07 * torch.sin(3.2 * t), color="#333333", lw=1.0)
+        arrow(ax, [(px - pe_side * 0.14, 1.15), (x + pe_side * 0.1, 1.15)])
+        ax.text(px, 1.33, "Positional\nEncoding", fontsize=FONT, va="bottom", ha="center",
+                linespacing=1.05)
+        return (x, 1.25)
 
-    enc_centres, enc_top = column(X_ENC, "src", enc_layer, enc_pairs, n_enc)
-    dec_centres, dec_top = column(X_DEC, "tgt", dec_layer, dec_pairs, n_dec)
+    enc_in = inputs(X_ENC, "Inputs", -1)
+    dec_in = inputs(X_DEC, "Outputs\n(shifted right)", +1)
 
-    # memory: the encoder output feeds every decoder layer's source attention
-    src_attn_x, src_attn_y = dec_centres["src_attn"]
-    arrow(ax, (X_ENC + COLUMN_W, enc_top - 0.25), (src_attn_x, src_attn_y), colour="#b03a2e",
-          connection="arc3,rad=-0.25")
-    ax.text(X_ENC + COLUMN_W / 2, enc_top + 0.25,
-            "memory: read by every\ndecoder layer's src_attn",
-            color="#b03a2e", fontsize=10, ha="center")
+    stack_y = 1.95
+    dec_rect, dec_top, dec_pos = column(ax, X_DEC, stack_y, dec_plan, "dec")
+    arrow(ax, [dec_in, (X_DEC, stack_y + 0.16 + 0.2)])
+    # both stacks start at the same height, as in the paper's figure
+    enc_rect, enc_top, _ = column(ax, X_ENC, stack_y, enc_plan, "enc")
+    enc_y, enc_h = enc_rect[1], enc_rect[3]
+    arrow(ax, [enc_in, (X_ENC, stack_y + 0.16 + 0.2)])
+    ax.text(enc_rect[0] - 0.08, enc_y + enc_h / 2, f"{n_enc}×", ha="right", va="center",
+            fontsize=FONT + 1, weight="bold")
+    ax.text(dec_rect[0] + dec_rect[2] + 0.08, dec_rect[1] + dec_rect[3] / 2, f"{n_dec}×",
+            ha="left", va="center", fontsize=FONT + 1, weight="bold")
 
-    gen = model.generator
-    box(ax, X_DEC, dec_top + 0.3, COLUMN_W, 0.6,
-        f"generator: {type(gen).__name__}  Linear({gen.proj.in_features}, {gen.proj.out_features})"
-        "", COLOURS["gen"])
-    arrow(ax, (X_DEC + COLUMN_W / 2, dec_top), (X_DEC + COLUMN_W / 2, dec_top + 0.3))
-    box(ax, X_DEC, dec_top + 1.2, COLUMN_W, 0.5, "log-probabilities  (batch, tgt_len, tgt_vocab)",
-        COLOURS["io"])
-    arrow(ax, (X_DEC + COLUMN_W / 2, dec_top + 0.9), (X_DEC + COLUMN_W / 2, dec_top + 1.2))
+    # memory: the encoder's output is the keys and values of every decoder layer's src_attn
+    y_src, _ = dec_pos["src_attn"]
+    top = enc_rect[1] + enc_rect[3]
+    mid_x = (enc_rect[0] + enc_rect[2] + dec_rect[0]) / 2
+    arrow(ax, [enc_top, (X_ENC, top + 0.18), (mid_x, top + 0.18), (mid_x, y_src - 0.1),
+               (X_DEC - 0.3, y_src - 0.1), (X_DEC - 0.3, y_src)], colour="#b03a2e")
+    arrow(ax, [(mid_x, y_src - 0.1), (X_DEC - 0.6, y_src - 0.1), (X_DEC - 0.6, y_src)],
+          colour="#b03a2e")
 
-    ax.set_ylim(0, dec_top + 2.0)
-    ax.set_title(
-        f"{type(model).__name__} built by make_model({vocab}, {vocab})\nN={n_enc}, d_model={d_model}, "
-        f"positional table {tuple(pos.pe.shape)}",
-        fontsize=11,
-    )
-    fig.tight_layout()
+    # the output side: Linear and Softmax
+    y = dec_rect[1] + dec_rect[3] + 0.18
+    arrow(ax, [dec_top, (X_DEC, y)])
+    box(ax, X_DEC, y, 0.3, "Linear" + ("  (tied)" if tied else ""), COLOURS["linear"])
+    arrow(ax, [(X_DEC, y + 0.3), (X_DEC, y + 0.48)])
+    box(ax, X_DEC, y + 0.48, 0.3, "Softmax", COLOURS["softmax"])
+    arrow(ax, [(X_DEC, y + 0.78), (X_DEC, y + 0.96)])
+    ax.text(X_DEC, y + 1.06, "Output\nProbabilities", ha="center", va="bottom", fontsize=FONT)
+    ax.text(X_ENC, top + 1.5, "paper-base", ha="center", va="bottom", fontsize=FONT,
+            weight="bold")
+    sizes = f"d_model = {d_model}\nh = {attn.h}, d_k = {attn.d_k}\nd_ff = {d_ff}"
+    ax.text(X_ENC, top + 1.45, sizes,
+            ha="center", va="top", fontsize=FONT)
+    ax.set_ylim(0, y + 1.55)
+    fig.set_size_inches(WIDTH, y + 1.55)
     return fig
