@@ -62,7 +62,7 @@ def draw() -> plt.Figure:
     ax.axvline(D_MODEL, color="#888888", lw=1, ls="--")
     ax.annotate(f"n = d = {D_MODEL}:\nequal cost", xy=(D_MODEL, 5.4e8),
                 xytext=(D_MODEL * 1.25, 1.2e7), fontsize=11,
-                arrowprops=dict(arrowstyle="->", color="#555555"))
+                arrowprops={"arrowstyle": "->", "color": "#555555"})
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("sequence length n (d_model = 512)")
