@@ -1,10 +1,11 @@
-"""Three LayerNorms side by side: the second code style's (biased variance, eps 1e-12 inside the
-square root), the package's annotated flavour (unbiased std, eps 1e-6 added to the std) and
-`torch.nn.LayerNorm` (biased variance, eps 1e-5 inside the square root).
+"""Three LayerNorms side by side: the one of the article *The Vanilla Transformer Explained*
+(biased variance, eps 1e-12 inside the square root), the package's annotated flavour (unbiased
+std, eps 1e-6 added to the std) and `torch.nn.LayerNorm` (biased variance, eps 1e-5 inside the
+square root), which the paper's arrangement uses.
 
-Left: how much smaller the annotated output is, measured on random rows for many widths, against
-the prediction sqrt((n - 1) / n). Right: one row of 8 features through all three. The second
-style's LayerNorm is written out here in four lines; the other two come from the package.
+Top: how much smaller the annotated output is, measured on random rows for many widths, against
+the prediction sqrt((n - 1) / n). Bottom: one row of 8 features through all three. The article's
+LayerNorm is written out here in four lines; the other two come from the package.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import torch
 from vanilla_transformer.model import LayerNorm, make_layer_norm
 
 
-def second_style_layer_norm(x: torch.Tensor, eps: float = 1e-12) -> torch.Tensor:
+def article_layer_norm(x: torch.Tensor, eps: float = 1e-12) -> torch.Tensor:
     """gamma = 1, beta = 0: (x - mean) / sqrt(biased variance + eps)."""
     mean = x.mean(-1, keepdim=True)
     var = x.var(-1, unbiased=False, keepdim=True)
@@ -34,7 +35,7 @@ def draw() -> plt.Figure:
     annotated_ratio, torch_ratio = [], []
     for n in widths:
         x = torch.randn(64, n)
-        ours = second_style_layer_norm(x)
+        ours = article_layer_norm(x)
         with torch.no_grad():
             annotated_ratio.append((LayerNorm(n)(x).std(-1) / ours.std(-1)).mean().item())
             torch_ratio.append((make_layer_norm(n, "torch")(x).std(-1) / ours.std(-1)).mean().item())
@@ -44,20 +45,20 @@ def draw() -> plt.Figure:
     left.plot(grid, [math.sqrt((n - 1) / n) for n in grid], color="#888888", lw=1,
               label=r"prediction $\sqrt{(n-1)/n}$")
     left.plot(widths, annotated_ratio, "o", color="#d62728",
-              label="annotated (package default) / second style")
+              label="annotated (package default) / article")
     left.plot(widths, torch_ratio, "s", color="#1f77b4", ms=4,
-              label="torch.nn.LayerNorm / second style")
+              label="torch.nn.LayerNorm / article")
     left.set_xscale("log", base=2)
     left.set_xlabel("number of features n (d_model)")
     left.set_ylabel("ratio of output sizes")
-    left.set_title("Output size relative to the second style's LayerNorm")
+    left.set_title("Output size relative to the article's LayerNorm")
     left.legend(fontsize=10, loc="lower right")
     left.grid(alpha=0.3)
 
     x = torch.randn(1, 8) * 2 + 1
     with torch.no_grad():
         rows = {
-            "second style (eps 1e-12, biased var)": second_style_layer_norm(x)[0],
+            "the article's (eps 1e-12, biased var)": article_layer_norm(x)[0],
             "annotated (eps 1e-6 on unbiased std)": LayerNorm(8)(x)[0],
             "torch.nn.LayerNorm (eps 1e-5)": make_layer_norm(8, "torch")(x)[0],
         }

@@ -2,7 +2,8 @@
 
 - The figure scripts drawn for the *Vanilla Transformer explained* page: the page itself
   (docs/articles/vanilla-transformer-explained.md) is run by pytest-codeblocks; these tests check
-  the numbers the two figures plot, against the package's own modules.
+  the numbers the three figures plot, against the package's own modules and the paper's
+  formulas.
 - Heatmaps: every figure script that draws an image (`imshow`, `matshow`, `pcolormesh`) labels
   its ticks, checked on the drawn figure; every notebook cell that draws one is tagged "heatmap"
   (the dark scheme shows it as drawn instead of inverting its colour map), draws it in the
@@ -32,26 +33,31 @@ def mask_fill():
 
 
 @pytest.fixture(scope="module")
+def cost():
+    return runpy.run_path(str(FIGURES / "explained_cost.py"))
+
+
+@pytest.fixture(scope="module")
 def layernorm():
     return runpy.run_path(str(FIGURES / "explained_layernorm.py"))
 
 
 @pytest.mark.parametrize("score", [-100.0, -5000.0, -9800.0])
 def test_both_fills_leak_nothing_for_ordinary_scores(mask_fill, score):
-    assert mask_fill["leak_second_style"](score) == 0.0
+    assert mask_fill["leak_article"](score) == 0.0
     assert mask_fill["leak_package"](score) == 0.0
 
 
 def test_fill_minus_10000_leaks_when_scores_reach_it(mask_fill):
-    assert mask_fill["leak_second_style"](-10000.0) == pytest.approx(0.5)
-    assert mask_fill["leak_second_style"](-10100.0) == pytest.approx(1.0)
+    assert mask_fill["leak_article"](-10000.0) == pytest.approx(0.5)
+    assert mask_fill["leak_article"](-10100.0) == pytest.approx(1.0)
     assert mask_fill["leak_package"](-10100.0) == 0.0
 
 
-def test_second_style_layer_norm_matches_torch(layernorm):
+def test_article_layer_norm_matches_torch(layernorm):
     torch.manual_seed(0)
     x = torch.randn(3, 16) * 2 + 1
-    ours = layernorm["second_style_layer_norm"](x)
+    ours = layernorm["article_layer_norm"](x)
     assert torch.allclose(ours, torch.nn.functional.layer_norm(x, (16,), eps=1e-12), atol=1e-6)
 
 
@@ -60,16 +66,28 @@ def test_annotated_layer_norm_is_smaller_by_sqrt_n_minus_1_over_n(layernorm, n):
     torch.manual_seed(0)
     x = torch.randn(5, n)
     with torch.no_grad():
-        ratio = LayerNorm(n)(x).std(-1) / layernorm["second_style_layer_norm"](x).std(-1)
+        ratio = LayerNorm(n)(x).std(-1) / layernorm["article_layer_norm"](x).std(-1)
     assert torch.allclose(ratio, torch.full_like(ratio, math.sqrt((n - 1) / n)), atol=1e-4)
 
 
-@pytest.mark.parametrize("name", ["explained_mask_fill", "explained_layernorm"])
-def test_figures_draw(name):
+def test_measured_costs_follow_table_1_and_cross_at_n_equal_d(cost):
+    d, lengths = 64, [16, 32, 64, 128, 256]
+    measured = cost["costs"](d, lengths)
+    assert measured["self-attention"] == [4 * n * n * d for n in lengths]
+    assert measured["recurrence"] == [4 * n * d * d for n in lengths]
+    cheaper = [a < r for a, r in zip(measured["self-attention"], measured["recurrence"])]
+    assert cheaper == [n < d for n in lengths]
+    assert measured["self-attention"][2] == measured["recurrence"][2]  # n = d = 64
+
+
+@pytest.mark.parametrize(
+    ("name", "axes"), [("explained_mask_fill", 2), ("explained_layernorm", 2), ("explained_cost", 1)]
+)
+def test_figures_draw(name, axes):
     import matplotlib.pyplot as plt
 
     fig = runpy.run_path(str(FIGURES / f"{name}.py"))["draw"]()
-    assert len(fig.axes) == 2
+    assert len(fig.axes) == axes
     plt.close(fig)
 
 
