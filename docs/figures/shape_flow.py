@@ -80,9 +80,9 @@ def draw():
             columns[side].append((r.path, r.module, r.output))
 
     rows = max(len(v) for v in columns.values())
-    fig, ax = plt.subplots(figsize=(8.6, 0.75 * rows + 1.4))
+    fig, ax = plt.subplots(figsize=(8.6, 0.75 * rows + 1.9))
     ax.set_xlim(0, 11)
-    ax.set_ylim(-0.6, rows + 0.2)
+    ax.set_ylim(-1.3, rows + 0.2)
     ax.axis("off")
     scale = 4.2 / d_ff
     where = {}
@@ -97,7 +97,7 @@ def draw():
                                         fc=colour, ec="#333333", lw=0.8))
             label = path if module == "input" else f"{path}: {module}"
             ax.text(x_centre, y + 0.32, label, ha="center", va="center", fontsize=10)
-            narrow = width < 1.0
+            narrow = width < 1.6  # too narrow for its shape: write it on the right
             ax.text(x_centre + width / 2 + 0.08 if narrow else x_centre, y, shape_text(shape),
                     ha="left" if narrow else "center", va="center", fontsize=10, weight="bold")
             where[path] = (x_centre, y, width)
@@ -105,20 +105,23 @@ def draw():
                 ax.add_patch(FancyArrowPatch((x_centre, y + 0.78), (x_centre, y + 0.45),
                                              arrowstyle="-|>", mutation_scale=8, lw=0.8,
                                              color="#555555"))
-    # memory: the encoder output is the key and value of every decoder layer's source attention
+    # memory: the encoder output is the key and value of every decoder layer's source attention;
+    # the arrow runs up the gap between the columns, clear of every box and label
     ex, ey, ew = where["encoder.norm"]
     dx, dy, dw = where["decoder.layers.0.src_attn"]
-    ax.add_patch(FancyArrowPatch((ex + ew / 2, ey), (dx - dw / 2, dy), arrowstyle="-|>",
-                                 mutation_scale=10, lw=1.2, color="#b03a2e",
-                                 connectionstyle="arc3,rad=0.3"))
-    ax.text((ex + dx) / 2, (ey + dy) / 2 - 0.1, "memory", color="#b03a2e", fontsize=10,
-            ha="center")
+    gap = 5.5
+    start = ex + ew / 2 + 1.3  # after the shape written to the right of the box
+    ax.plot([start, gap, gap], [ey, ey, dy], color="#b03a2e", lw=1.2)
+    ax.add_patch(FancyArrowPatch((gap, dy), (dx - dw / 2, dy), arrowstyle="-|>",
+                                 mutation_scale=10, lw=1.2, color="#b03a2e"))
+    ax.text(gap - 0.1, (ey + dy) / 2, "memory", color="#b03a2e", fontsize=10,
+            ha="right", va="center", rotation=90)
     b, s = batch.src.shape
     t = batch.tgt.shape[1]
-    ax.text(5.5, -0.45,
+    ax.text(5.5, -0.75,
             f"batch = {b}, src_len = {s}, tgt_len = {t}, d_model = {memory.shape[-1]}, "
             f"d_ff = {d_ff}, vocab = {model.generator.proj.out_features}; "
             "\nlayers.1 repeats layer 0's inner shapes",
-            ha="center", fontsize=10, style="italic")
+            ha="center", va="center", fontsize=10, style="italic")
     fig.tight_layout()
     return fig
