@@ -814,7 +814,8 @@ assert torch.allclose(
 annotated = make_model(11, 11, N=1, d_model=d_model, d_ff=16, h=nhead, norm_first=False,
                        final_norm=True)
 torch_twin = nn.Transformer(d_model, nhead, 1, 1, 16, batch_first=True)
-conversions = (lambda: to_torch(annotated), lambda: load_from_torch(annotated, torch_twin))
+conversions = (lambda: to_torch(annotated),
+               lambda: load_from_torch(annotated, torch_twin))
 for convert in conversions:
     try:
         convert()
@@ -1266,7 +1267,7 @@ assert correct > len(decoded) // 2
 
 # %% tags=["answer"]
 # F.scaled_dot_product_attention: True = may attend, like the package: pass it as it is.
-# nn.MultiheadAttention: True = blocked: pass its inverse, (L, S) without the batch axis.
+# nn.MultiheadAttention: True = blocked: pass the inverse, (L, S) without the batch axis.
 from vanilla_transformer import attention
 
 causal = subsequent_mask(3)  # (1, 3, 3)
