@@ -437,8 +437,8 @@ print("the other rows agree")
 # Right padding never creates such a row under a causal mask as long as every sequence has at
 # least one token: position 0 then always holds a real token. The package's `collate_batch` pads
 # on the right (checked in [the appendix](#appendix-a-translation-model-its-masks-and-a-training-step)).
-#
-#
+
+# %% [markdown]
 # **Exercise: a padding mask for `nn.MultiheadAttention`.** A batch of token ids is padded with
 # id 0: `[[7, 3, 0], [5, 0, 0]]`. Write the `key_padding_mask` that `nn.MultiheadAttention`
 # expects, first by hand and then from the package's `padding_mask`. Which shape does each have?

@@ -301,7 +301,7 @@ def rework_notebook_html(html: str, code_cells: list[dict], where: str) -> str:
     Raises PluginError for a figure without alt text and for a malformed exercise.
     """
     soup = _soup(html)
-    rendered = soup.select("div.jp-Notebook div.jp-Cell.jp-CodeCell")
+    rendered = soup.select("div.jp-Notebook > div.jp-Cell.jp-CodeCell")
     if len(rendered) != len(code_cells):
         raise PluginError(
             f"{where}: {len(rendered)} rendered code cells, but the source has {len(code_cells)}"
