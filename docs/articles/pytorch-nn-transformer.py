@@ -25,7 +25,7 @@
 # `nn.Transformer`, and a translation model with one training step. Two exercises check what you
 # learned; the notebook's mistakes are gathered in one *Errata* box at the end.
 #
-# ## What `True` means, API by API {#mask-conventions}
+# ## <span id="mask-conventions"></span>What `True` means, API by API
 #
 # This page is the site's home of PyTorch's mask conventions (the package's own convention and
 # its masks are taught in [Masks](../../learn/layers-and-masks/#masks)). Boolean masks mean two
