@@ -435,6 +435,8 @@ LAYOUT = """() => {
                       scrolls: holder.scrollWidth > holder.clientWidth + 1});
   }
   for (const editor of document.querySelectorAll('.jupyter-wrapper .jp-CodeCell .jp-InputArea-editor')) {
+    // an exercise's answer is folded, and indented inside its box when open
+    if (editor.closest('.admonition, details')) continue;
     out.editors.push(editor.getBoundingClientRect().width);
   }
   for (const table of document.querySelectorAll('.md-content table')) {
