@@ -15,22 +15,29 @@
 # %% [markdown]
 # # Annotated walkthrough
 #
-# This page reads the code of the Transformer one class at a time, in the order you meet the
-# classes when you read the model from top to bottom: `clones`, `attention`,
-# `MultiHeadedAttention`, the feed-forward network, the positional encoding, `LayerNorm`, the
-# residual `SublayerConnection`, the encoder, the decoder, the embeddings, the generator and
-# finally `EncoderDecoder`. It follows the order of a notebook commentary on
-# [The Annotated Transformer](https://nlp.seas.harvard.edu/annotated-transformer/) (an untitled
-# notebook that opens with `clones` and ends with `EncoderDecoder`), and it lists that
-# notebook's mistakes in one *Errata* box at the end.
+# This page gives you a reading knowledge of the Transformer's code: every class, in the order the
+# model is assembled, with the code printed from the installed package and a cell that shows what
+# it does to a real tensor. After it you can open any file of `vanilla_transformer.model` and say
+# what each line does and which shape comes out. The classes are those of
+# [The Annotated Transformer](https://nlp.seas.harvard.edu/annotated-transformer/), and the page
+# follows an untitled notebook commentary on it, which opens with `clones` and ends with
+# `EncoderDecoder`: `clones`, `attention`, `MultiHeadedAttention`, the feed-forward network, the
+# positional encoding, `LayerNorm`, the residual `SublayerConnection`, the encoder, the decoder,
+# the embeddings, the generator and `EncoderDecoder`. That notebook's mistakes are gathered in one
+# *Errata* box at the end; two exercises on the way check what you learned.
 #
-# Every cell below ran when the site was built: each printed value and each figure comes from
-# `vanilla_transformer`. Nothing is redefined here. When a class is explained, its code is
-# printed from the installed package, so what you read is what runs.
+# The ideas behind the classes each have their own lesson
+# ([attention](../../learn/attention/#worked-example), [heads](../../learn/heads/),
+# [positions](../../learn/positions/), [residual connections and
+# normalisation](../../learn/layers-and-masks/#residual-and-norm),
+# [masks](../../learn/layers-and-masks/#masks)); this page is about the code. The classes use
+# `make_model`'s defaults, the Annotated Transformer's arrangement (pre-norm, untied
+# embeddings); the paper's own model is `make_model(V, V, **PRESETS["paper-base"])`.
 #
-# The first cell imports the package. Its three small helpers print a package object's code
-# without its docstring (the [API reference](../../api/) renders those), format a tensor's
-# shape and show rows of values as a table; you can skip it.
+# Every cell ran when the site was built. The first one (hidden here; the downloadable notebook
+# has it) imports the package and defines three small helpers: `show_source` prints a package
+# object's code without its docstring (the [API reference](../../api/) renders those), `shape`
+# formats a tensor's shape and `table` shows rows of values as a table.
 
 # %% tags=["hide-input"]
 import ast
@@ -49,7 +56,6 @@ from torch import nn
 
 import vanilla_transformer
 from vanilla_transformer import (
-    Batch,
     Decoder,
     DecoderLayer,
     Embeddings,
@@ -70,6 +76,7 @@ from vanilla_transformer import (
     subsequent_mask,
 )
 from vanilla_transformer.model import keep_attention
+from vanilla_transformer.model.config import PRESETS
 
 torch.manual_seed(0)
 torch.set_printoptions(precision=3, sci_mode=False, linewidth=100)
@@ -97,8 +104,9 @@ def shape(t):
 
 
 
-# Heatmaps (cells tagged "heatmap") keep their colours in the dark scheme, which inverts every
-# other figure: they are drawn on a transparent background with mid-grey text, legible on both.
+# Heatmaps (cells tagged "heatmap") keep their colours in the dark scheme, which
+# inverts every other figure: they are drawn on a transparent background with mid-grey
+# text, legible on both.
 HEATMAP = {
     "figure.facecolor": "none",
     "axes.facecolor": "none",
@@ -174,8 +182,9 @@ assert same[1] is same[0]
 # %% [markdown]
 # Separate, but not different: the copies start with the *same values*, those of the module that
 # was copied. A freshly built `MultiHeadedAttention` therefore has four equal linear maps.
-# `make_model` re-initialises every weight matrix afterwards (Xavier-uniform, drawn separately for
-# each), so in a built model the copies differ from the start.
+# `make_model` re-draws every weight *matrix* afterwards (Xavier-uniform, separately for each), so
+# in a built model those differ from the start. Biases and LayerNorm parameters are not re-drawn:
+# they stay identical copies until training moves them.
 
 # %%
 fresh = MultiHeadedAttention(h=2, d_model=8)
@@ -186,11 +195,15 @@ print("after make_model, linears[0] == linears[1]:",
       torch.equal(built.linears[0].weight, built.linears[1].weight))
 assert torch.equal(fresh.linears[0].weight, fresh.linears[1].weight)
 assert not torch.equal(built.linears[0].weight, built.linears[1].weight)
+assert torch.equal(built.linears[0].bias, built.linears[1].bias)  # biases: still copies
 
 # %% [markdown]
 # ## `attention`: scaled dot-product attention
 #
 # $$\mathrm{Attention}(Q, K, V) = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right)V$$
+#
+# (Why this formula, with one query's numbers worked out, is the lesson
+# [Attention](../../learn/attention/#worked-example).)
 #
 # `key.transpose(-2, -1)` swaps only the last two axes: the leading axes (batch, and later heads)
 # are carried along, and `torch.matmul` multiplies the last-two-axes matrices pairwise. The
@@ -218,65 +231,25 @@ assert torch.allclose(out, weights @ v)
 # %% [markdown]
 # ### What the mask means
 #
-# The mask marks the positions a query **may attend to**. `masked_fill(mask == 0, -1e9)`
-# overwrites the scores where the mask is zero, so the non-zero (or `True`) entries are the ones
-# that are kept. Every mask in this package follows that convention, which is the opposite of
-# PyTorch's `key_padding_mask`.
+# The mask marks the positions a query **may attend to**: `masked_fill(mask == 0, -1e9)`
+# overwrites the scores where it is zero. This convention, and the padding and subsequent masks
+# built on it, are taught in [Masks](../../learn/layers-and-masks/#masks); PyTorch's own, partly
+# opposite, conventions in [PyTorch's nn.Transformer and its masks](../pytorch-nn-transformer/).
 
 # %%
 # (batch, 1, key_len): the last two keys are blocked
 keep = torch.tensor([[[1, 1, 0, 0]]])
 _, w_masked = attention(q, k, v, mask=keep)
 print(w_masked)
-assert torch.all(w_masked[..., 2:] == 0)            # where the mask is 0: no weight
+assert torch.all(w_masked[..., 2:] == 0)  # mask 0: no weight (every row keeps a key)
 assert torch.allclose(w_masked.sum(-1), torch.ones(1, 4))
-
-# %% [markdown]
-# The Transformer uses two masks, and a batch combines them:
-#
-# - `subsequent_mask(n)`: query `i` may look at keys `0..i` only (the decoder must not peek at
-#   the tokens it is about to predict);
-# - `padding_mask(tokens, pad)`: no query may look at a padding token; its shape
-#   `(batch, 1, seq_len)` broadcasts over every query row;
-# - `Batch.make_std_mask`: the two combined with a logical *and*, the decoder's target mask.
-
-# %% tags=["heatmap"]
-# start symbol 1, right-padded with 0
-tgt_full = torch.tensor([[1, 4, 7, 3, 9, 0, 0]])
-batch = Batch(tgt_full, tgt_full, pad=0)
-# the decoder input drops the last token
-tgt_in = batch.tgt
-n = tgt_in.size(1)
-masks = {
-    f"subsequent_mask({n})": subsequent_mask(n)[0],
-    "padding_mask(tgt, pad=0)": padding_mask(tgt_in, 0)[0],
-    "Batch.make_std_mask(tgt, pad=0)": batch.tgt_mask[0],
-}
-with plt.rc_context(HEATMAP):
-    fig, axes = plt.subplots(1, 3, figsize=(6.8, 3.6))
-    cmap = ListedColormap(["#3b3b3b", "#f5d76e"])
-    for ax, (title, m) in zip(axes, masks.items()):
-        ax.imshow(m.int(), cmap=cmap, vmin=0, vmax=1)
-        ax.set_title(title.replace("(", "\n("), fontsize=10)
-        ax.set_xticks(range(n), [str(t) for t in tgt_in[0].tolist()])
-        ax.set_xlabel("key (token id)")
-        if m.size(0) > 1:
-            ax.set_yticks(range(n), [str(t) for t in tgt_in[0].tolist()])
-            ax.set_ylabel("query (token id)")
-        else:
-            ax.set_yticks([0], ["every\nquery"])
-    fig.suptitle("Keep-masks: yellow = may attend, dark = blocked", fontsize=10)
-    fig.tight_layout()
-    plt.show()
-assert torch.equal(
-    batch.tgt_mask[0], subsequent_mask(n)[0] & padding_mask(tgt_in, 0)[0]
-)
 
 # %% [markdown]
 # ## `MultiHeadedAttention`
 #
 # Multi-head attention runs `h` attention functions side by side, each on its own
-# $d_k = d_{model}/h$ slice of a learned projection, and joins the results.
+# $d_k = d_{model}/h$ slice of a learned projection, and joins the results (the idea, in
+# [Heads](../../learn/heads/); here, the code).
 #
 # The module holds four `d_model × d_model` linear maps in `self.linears`: $W^Q$, $W^K$, $W^V$
 # (the projections of query, key and value) and $W^O$ (applied after the heads are joined).
@@ -442,7 +415,7 @@ assert torch.equal(wrong[0, 0, 1], proj[0, 0, 4:8])
 # head's block holds only its own colour, for all three positions. The direct reshape mixes both
 # colours (both heads' features) inside a block.
 
-# %%
+# %% tags=["hide-input"] alt="Four rows of numbered cells coloured by head. 1: the projection, three positions by eight features. 2: after view, each position holds two groups of four features, one per head. 3: after transpose, one block per head, each holding only its own colour for all three positions. 4: a direct reshape to the same shape, whose blocks mix both colours."
 HEAD_COLOURS = ["#8ecae6", "#ffb703"]
 
 
@@ -503,6 +476,25 @@ fig.tight_layout(rect=(0, 0.04, 1, 1))
 plt.show()
 assert {int(v) % 10 // d_k for v in split[0, 0].flatten()} == {0}
 assert {int(v) % 10 // d_k for v in wrong[0, 0].flatten()} == {0, 1}
+
+# %% [markdown]
+# **Exercise: predict the shapes of the split.** A batch of 2 sentences of 5 tokens goes through
+# `MultiHeadedAttention(h=4, d_model=16)`. Which shape does the query have after its linear map,
+# after `view(batch, -1, h, d_k)`, and after `transpose(1, 2)`? Which features of position 0
+# does head 3 hold?
+
+# %% tags=["answer"]
+# d_k = 16 // 4 = 4. The projection keeps (batch, seq_len, d_model); view cuts d_model
+# into h groups of d_k; transpose brings the heads forward. Head 3 holds features 12..15.
+quiz = MultiHeadedAttention(h=4, d_model=16)
+x_quiz = torch.randn(2, 5, 16)
+projected = quiz.linears[0](x_quiz)
+viewed_quiz = projected.view(2, -1, 4, 4)
+split_quiz = viewed_quiz.transpose(1, 2)
+print(shape(projected), "->", shape(viewed_quiz), "->", shape(split_quiz))
+assert split_quiz.shape == (2, 4, 5, 4)
+assert torch.equal(split_quiz[:, 3, 0], projected[:, 0, 12:16])
+assert torch.equal(quiz.split_heads(projected), split_quiz)
 
 # %% [markdown]
 # ### Attention per head, and the mask's extra axis
@@ -627,12 +619,16 @@ print(ffs)
 print("trainable:", all(p.requires_grad for name in ffs
                         for p in small.get_submodule(name).parameters()))
 assert len(ffs) == 4 and ffs[0].startswith("encoder") and ffs[-1].startswith("decoder")
+# make_model's defaults: pre-norm, untied; the paper's preset: post-norm, tied
+assert small.config.norm_first and not small.config.tie_weights
+assert not PRESETS["paper-base"]["norm_first"] and PRESETS["paper-base"]["tie_weights"]
 
 # %% [markdown]
 # ## `PositionalEncoding`
 #
-# Attention by itself does not know the order of its inputs. The model adds to each embedding a
-# fixed vector that depends on its position `pos`:
+# Attention by itself does not know the order of its inputs, so the model adds to each embedding
+# a fixed vector that depends on its position `pos` (why sinusoids, in
+# [Positions](../../learn/positions/)):
 #
 # $$PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{model}}}\right),\qquad
 #   PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d_{model}}}\right)$$
@@ -670,9 +666,8 @@ assert torch.equal(pos_enc.pe[0, 0], torch.tensor([0.0, 1.0] * 4))
 # `div_term` holds the frequencies $1/10000^{2i/d_{model}}$, one per sine/cosine pair. The code
 # computes them as $\exp(-2i \ln(10000)/d_{model})$, which is the same number (the exponential
 # of a logarithm), evaluated without raising 10000 to a power. Each pair's wavelength is
-# $2\pi / \text{frequency}$: it grows geometrically from $2\pi$ (about 6 positions) for the first
-# pair to almost $10000 \cdot 2\pi$ for the last. The table lists
-# a few of them:
+# $2\pi / \text{frequency}$, growing geometrically from pair to pair (why, in
+# [Positions](../../learn/positions/)). For `d_model = 8`:
 
 # %%
 d_model = 8
@@ -722,28 +717,11 @@ print(
 assert torch.allclose(position * div_term, outer)
 
 # %% [markdown]
-# The curves below are drawn from the real `pe` buffer of a `PositionalEncoding(d_model=20)`,
-# for features 4 to 7: two sine/cosine pairs. Each pair oscillates at its own frequency, and
-# higher features oscillate more slowly.
+# The real `pe` buffer of a `PositionalEncoding(d_model=64)` as a heatmap: on the left (low
+# features) the values change quickly with position, on the right (high features) slowly. Every
+# position gets a different row, as the cell's printed distance checks.
 
-# %%
-pe20 = PositionalEncoding(d_model=20, dropout=0.0).pe[0, :100]
-fig, ax = plt.subplots(figsize=(7, 3.5))
-for feature in range(4, 8):
-    kind = "sin" if feature % 2 == 0 else "cos"
-    ax.plot(pe20[:, feature], label=f"feature {feature} ({kind})")
-ax.set_xlabel("position")
-ax.set_ylabel("encoding value")
-ax.set_title("PositionalEncoding(d_model=20).pe[0, :100, 4:8]")
-ax.legend(fontsize=10, loc="upper right")
-plt.show()
-assert pe20.shape == (100, 20)
-
-# %% [markdown]
-# The whole table as a heatmap: on the left (low features) the values change quickly with
-# position, on the right (high features) slowly. Every position gets a different row.
-
-# %% tags=["heatmap"]
+# %% tags=["hide-input", "heatmap"] alt="Heatmap of the positional-encoding table, positions 0 to 99 down and features 0 to 63 across, values from -1 (blue) to 1 (red): the low features alternate in fast stripes, the high features change slowly or not at all over the first hundred positions."
 pe64 = PositionalEncoding(d_model=64, dropout=0.0).pe[0, :100]
 with plt.rc_context(HEATMAP):
     fig, ax = plt.subplots(figsize=(6.8, 4))
@@ -906,8 +884,9 @@ table(
 # Every sublayer of every layer (self-attention, source attention, feed-forward) sits inside the
 # same wrapper: normalise, apply the sublayer, apply dropout, add the input back,
 # $x + \mathrm{Dropout}(\mathrm{Sublayer}(\mathrm{LN}(x)))$. Normalising first ("pre-norm") is
-# the Annotated Transformer's arrangement; the paper normalises after the addition, which the package offers as
-# `norm_first=False`.
+# the Annotated Transformer's arrangement; the paper normalises after the addition, which the
+# package offers as `norm_first=False` (the two compared in
+# [Residual connections and normalisation](../../learn/layers-and-masks/#residual-and-norm)).
 
 # %%
 show_source(SublayerConnection.forward)
@@ -977,6 +956,22 @@ print(
 )
 assert torch.allclose(via_lambda, by_hand_sub, atol=1e-6)
 assert not torch.allclose(via_lambda, precomputed, atol=1e-3)
+
+# %% [markdown]
+# **Exercise: the lambda without a lambda.** Run the first residual block of `enc_layer` on `x`
+# and `mask` by passing `enc_layer.sublayer[0]` a named function instead of a lambda. Which
+# argument does the function receive, and where do the other three of `self_attn` come from?
+
+# %% tags=["answer"]
+# It receives one tensor, the normalised input, used as query, key and value; the mask
+# (and the layer) come from the enclosing scope, as in the lambda.
+def attend_to_itself(normalised):
+    return enc_layer.self_attn(normalised, normalised, normalised, mask)
+
+
+by_name = enc_layer.sublayer[0](x, attend_to_itself)
+print("same as the lambda:", torch.allclose(by_name, via_lambda))
+assert torch.allclose(by_name, via_lambda)
 
 # %% [markdown]
 # ## `EncoderLayer`
@@ -1076,7 +1071,7 @@ for name, t in steps:
     print(f"{name:18s}{shape(t)}")
 assert torch.allclose(x2, layer_out, atol=1e-6)
 
-# %%
+# %% tags=["hide-input"] alt="Flow chart of encoder layer 0: the embedded source of shape (2, 7, 32) goes through LayerNorm, self-attention (which also receives the mask of shape (2, 1, 7)), dropout and a residual addition, then LayerNorm, the feed-forward network (64 wide inside), dropout and a second residual addition; green lines carry each block's input around it to the addition. Every step keeps the shape (2, 7, 32)."
 BOX_COLOURS = {"io": "#e5e7eb", "norm": "#fde68a", "attn": "#fca5a5", "ff": "#93c5fd",
                "drop": "#d1d5db", "add": "#bbf7d0"}
 
@@ -1241,7 +1236,7 @@ assert dec_layer.src_attn.attn.shape == (2, 4, tgt.size(1), src.size(1))
 # %% [markdown]
 # The decoder layer's data flow, drawn the same way as the encoder's. The violet arrow is `memory`, which enters the middle block as key and value.
 
-# %%
+# %% tags=["hide-input"] alt="Flow chart of decoder layer 0 with three residual blocks: LayerNorm then masked self-attention (receiving tgt_mask of shape (1, 4, 4)), LayerNorm then source attention (receiving memory of shape (2, 7, 32) and src_mask of shape (2, 1, 7)), LayerNorm then the feed-forward network; each block ends in dropout and a residual addition, and the shape stays (2, 4, 32)."
 dec_boxes = [
     ("y = embedded target", "io", shape(y0)),
     ("sublayer[0].norm", "norm", shape(y0)),
@@ -1405,12 +1400,12 @@ assert torch.allclose(full, two_steps) and full.size(-1) == small.config.d_model
 #
 # Finally, the attention weights of every head of the first encoder and decoder layers, from one
 # forward pass of the small model inside `keep_attention` (which makes each attention module keep
-# its weights in `.attn`). The model is untrained, so the weights inside the allowed region are
-# close to uniform; what the picture shows is the masks at work: the source padding (the last two
+# its weights in `.attn`). The model is untrained, and in this run the weights inside the allowed
+# region are close to uniform; what the picture shows is the masks at work: the source padding (the last two
 # source tokens of the first sequence are `0`) gets no weight in the encoder and in the source
 # attention, and the decoder's self-attention is lower triangular.
 
-# %% tags=["heatmap"]
+# %% tags=["hide-input", "heatmap"] alt="A grid of heatmaps of attention weights, three rows (encoder self-attention, decoder self-attention, decoder source attention) by four heads, with token ids as tick labels. The last two source columns, padding, are empty in the encoder and source-attention rows; the decoder self-attention maps are lower triangular."
 with torch.no_grad(), keep_attention(small):
     small(src, tgt, src_pad_mask, tgt_mask)
 rows = {
@@ -1449,7 +1444,7 @@ assert torch.equal(rows["decoder.layers[0].self_attn"] > 0,
 # %% [markdown]
 # ## Errata
 #
-# <details><summary>Errata</summary>
+# <details class="warning"><summary>Errata</summary>
 #
 # The notebook this page follows makes these mistakes. Each row links to the section whose
 # cell checks the correct statement.

@@ -15,40 +15,46 @@
 # %% [markdown]
 # # <span id="interop-guide"></span>PyTorch's nn.Transformer and its masks
 #
-# PyTorch ships its own Transformer: `nn.MultiheadAttention`, `nn.TransformerEncoderLayer`,
-# `nn.TransformerEncoder`, the decoder counterparts, and `nn.Transformer`, which assembles them.
-# This page follows, section by section, a notebook that explores those modules and, above all,
-# their masks (an untitled notebook built on the code of `torch/nn/modules/transformer.py`): `attn_mask`, `key_padding_mask`, their combination, the encoder, the decoder,
-# `memory_mask`, `nn.Transformer`, and an appendix with a translation-style model and one
-# training step.
+# This page teaches you to use PyTorch's own Transformer modules (`nn.MultiheadAttention`, the
+# encoder and decoder layers and stacks, and `nn.Transformer`) without getting a mask wrong:
+# which mask goes where, its shape, and what `True` means in each API. You also learn to move
+# weights between those modules and `vanilla_transformer`, so that the two compute the same
+# function. It follows, section by section, the notebook that introduces itself as *"a clean and
+# readable version to understand the notation in transformer"*: `attn_mask`,
+# `key_padding_mask`, the two together, the encoder, the decoder, `memory_mask`,
+# `nn.Transformer`, and a translation model with one training step. Two exercises check what you
+# learned; the notebook's mistakes are gathered in one *Errata* box at the end.
 #
-# Every PyTorch example sits next to the same computation in `vanilla_transformer`, with the same
-# weights, and the two are proved equal with `torch.allclose`. The tools for that live in the
-# package:
+# ## <span id="mask-conventions"></span>What `True` means, API by API
 #
-# - [`vanilla_transformer.interop.masks`](../../api/interop/masks/) converts masks in both
-#   directions;
-# - [`vanilla_transformer.interop.weights`](../../api/interop/weights/) copies weights from
-#   `torch.nn` modules
-#   (`load_from_torch`), builds `torch.nn` modules from the package's (`to_torch`), and runs the
-#   package's stacks with PyTorch-style masks (`forward_with_torch_masks`,
-#   `batch_masks_to_torch`).
+# This page is the site's home of PyTorch's mask conventions (the package's own convention and
+# its masks are taught in [Masks](../../learn/layers-and-masks/#masks)). Boolean masks mean two
+# opposite things *inside PyTorch itself*:
 #
-# The one thing to keep in mind throughout: **the two libraries mean opposite things by `True`**.
+# | API | boolean mask | shape | `True` means |
+# | --- | --- | --- | --- |
+# | `vanilla_transformer` | keep-mask | `(batch or 1, query_len or 1, key_len)` | **may attend** |
+# | `F.scaled_dot_product_attention` | `attn_mask` | broadcasts to `(batch, h, L, S)` | **may attend** |
+# | `nn.MultiheadAttention`, `nn.Transformer*` | `attn_mask` | `(L, S)` or `(batch·h, L, S)` | **blocked** |
+# | `nn.MultiheadAttention`, `nn.Transformer*` | `key_padding_mask` | `(batch, S)` | **blocked** (padding) |
 #
-# | mask | shape | `True` means |
-# | --- | --- | --- |
-# | package keep-mask | `(batch or 1, query_len or 1, key_len)` | the query **may attend** to the key |
-# | PyTorch bool `attn_mask` | `(query_len, key_len)` or `(batch * num_heads, query_len, key_len)` | the key is **blocked** |
-# | PyTorch float `attn_mask` | same | (no `True`) `-inf` = blocked, `0` = allowed; added to the scores |
-# | PyTorch `key_padding_mask` | `(batch, key_len)` | the key is **padding** (blocked) |
+# A float mask, in every PyTorch API, is *added* to the scores: `-inf` blocks, `0` leaves a score
+# alone. The package's fast path hands its keep-mask to `F.scaled_dot_product_attention`
+# unchanged, because the two agree; only the `nn` modules need it inverted. The picture shows one
+# causal mask written for each API, and [section b](#b-attn_mask) proves all three with code.
+#
+# The first cell (its code is hidden here; the downloadable notebook has it) imports the package
+# and PyTorch, seeds the random numbers and prints the PyTorch version the page ran with.
 
-# %%
+# %% tags=["hide-input"]
+import inspect
 import math
 import warnings
 
+import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
+from matplotlib.colors import ListedColormap
 from torch import nn
 
 from vanilla_transformer import (
@@ -60,31 +66,68 @@ from vanilla_transformer import (
     sinusoid_table,
     subsequent_mask,
 )
-from vanilla_transformer.model import MultiHeadedAttention
-from vanilla_transformer.model import Decoder, DecoderLayer
-from vanilla_transformer.model import Encoder, EncoderLayer
-from vanilla_transformer.interop import (
-    batch_masks_to_torch,
-    forward_with_torch_masks,
-    load_from_torch,
-    to_torch,
-)
-from vanilla_transformer.model import PositionwiseFeedForward
 from vanilla_transformer.interop import (
     attn_mask_to_keep,
+    batch_masks_to_torch,
+    forward_with_torch_masks,
     keep_to_attn_mask,
     keep_to_key_padding_mask,
+    load_from_torch,
+    to_torch,
     torch_masks_to_keep,
 )
+from vanilla_transformer.model import (
+    Decoder,
+    DecoderLayer,
+    Encoder,
+    EncoderLayer,
+    MultiHeadedAttention,
+    PositionwiseFeedForward,
+)
+from vanilla_transformer.model.fast import fast_attention
 
 torch.manual_seed(0)
 torch.set_printoptions(precision=4, sci_mode=False)
 # the tensors on this page are tiny: extra threads only add overhead
 torch.set_num_threads(1)
-# In eval mode PyTorch may take a "fast path" (nested tensors) that writes zeros at padded
-# positions. Section 1.3 shows it; everywhere else it is off, so every position can be compared.
+# In eval mode PyTorch may take a "fast path" (nested tensors) that writes zeros at
+# padded positions. Section 1.3 shows it; everywhere else it is off, so that every
+# position can be compared.
 torch.backends.mha.set_fastpath_enabled(False)
-print(torch.__version__)
+plt.rcParams.update({"font.size": 11, "figure.dpi": 100})
+# Heatmaps keep their colours in the dark scheme: transparent background, mid-grey text.
+HEATMAP = {
+    "figure.facecolor": "none",
+    "axes.facecolor": "none",
+    "savefig.transparent": True,
+    **{key: "#808080" for key in ("text.color", "axes.labelcolor", "axes.edgecolor",
+                                   "xtick.color", "ytick.color")},
+}
+print("torch", torch.__version__)
+
+# %% tags=["hide-input", "heatmap"] alt="Three 4 by 4 grids of the same causal mask. In the package's keep-mask and in the boolean attn_mask of F.scaled_dot_product_attention the lower triangle, where a query may attend, reads True; in the attn_mask of nn.MultiheadAttention and nn.Transformer the same cells read False and the blocked upper triangle reads True."
+keep4 = subsequent_mask(4)[0]  # (4, 4), True = may attend
+panels = {
+    "vanilla_transformer\nkeep-mask": keep4,
+    "F.scaled_dot_product_attention\nattn_mask": keep4,
+    "nn.MultiheadAttention,\nnn.Transformer: attn_mask": keep_to_attn_mask(keep4),
+}
+with plt.rc_context(HEATMAP):
+    fig, axes = plt.subplots(1, 3, figsize=(7.6, 3.4))
+    for ax, (title, mask) in zip(axes, panels.items()):
+        colours = ListedColormap(["#3b3b3b", "#f5d76e"])
+        ax.imshow(keep4.int(), cmap=colours, vmin=0, vmax=1)
+        for i in range(4):
+            for j in range(4):
+                ax.text(j, i, str(bool(mask[i, j])), ha="center", va="center",
+                        fontsize=10, color="#1f1f1f" if keep4[i, j] else "#e0e0e0")
+        ax.set_xticks(range(4), [f"k{j}" for j in range(4)])
+        ax.set_yticks(range(4), [f"q{i}" for i in range(4)])
+        ax.set_title(title, fontsize=11)
+    fig.suptitle("One causal mask, three APIs (yellow: may attend, dark: blocked)",
+                 fontsize=11)
+    fig.tight_layout()
+    plt.show()
 
 # %% [markdown]
 # ## 1.1 `nn.MultiheadAttention`
@@ -154,8 +197,9 @@ print(
 # ### b. `attn_mask`
 #
 # `attn_mask` has shape `(L, S)` (target length, source length), shared by every batch item, or
-# `(N * num_heads, L, S)`, one mask per item and head. A bool mask blocks where it is `True`; a
-# float mask is **added** to the scores, so `-inf` blocks and `0` leaves a score alone.
+# `(N * num_heads, L, S)`, one mask per item and head. In `nn.MultiheadAttention` a bool mask
+# blocks where it is `True`; a float mask is **added** to the scores, so `-inf` blocks and `0`
+# leaves a score alone.
 #
 # The notebook builds its "no peeking ahead" mask with a helper that takes two sizes. Here is the
 # same construction, written out: a triangle of ones of shape `(src_sz, tgt_sz)`, transposed, then
@@ -183,10 +227,10 @@ assert torch.equal(attn_mask_to_keep(attn_mask), subsequent_mask(4))
 # converted. (What it does with two *different* sizes is
 # the subject of section 1.4 B.)
 #
-# The notebook then turns the float mask into a bool one with `.bool()`. That happens to be right:
-# `-inf` becomes `True` (blocked) and `0` becomes `False`. The same call on a package keep-mask
-# would *not* convert it, since a keep-mask is already bool with the opposite meaning; that is
-# what `keep_to_attn_mask` is for.
+# The notebook then turns the float mask into a bool one with `.bool()`. For
+# `nn.MultiheadAttention` that is right: `-inf` becomes `True` (blocked) and `0` becomes `False`.
+# The same call on a package keep-mask would *not* convert it, since a keep-mask is already bool
+# with the opposite meaning; that is what `keep_to_attn_mask` is for.
 
 # %%
 bool_attn_mask = attn_mask.bool()
@@ -207,6 +251,39 @@ with keep_attention(ours):
     ours_output = ours(x, x, x, subsequent_mask(4))
 assert torch.allclose(ours_output, attn_output, atol=1e-6)
 assert torch.allclose(ours.attn.mean(dim=1), attn_output_weights, atol=1e-6)
+
+# %% [markdown]
+# ### Three APIs, one causal mask
+#
+# The function the notebook quotes here, `_scaled_dot_product_attention`, is the core of
+# `nn.MultiheadAttention`; its public relative `F.scaled_dot_product_attention` takes a boolean
+# `attn_mask` too, with the **opposite** meaning: `True` means *may attend*, as in this package.
+# The cell runs the same causal attention three ways on the projected, split `q`, `k`, `v` of
+# section a: the package's keep-mask `subsequent_mask(4)` goes to `F.scaled_dot_product_attention`
+# as it is, its inverse goes to `nn.MultiheadAttention`, and the two agree. Passing the keep-mask
+# to `nn.MultiheadAttention` (or its inverse to `F.scaled_dot_product_attention`) gives something
+# else. The package's `fast_attention` passes its mask to `F.scaled_dot_product_attention`
+# unchanged, and matches too.
+
+# %%
+keep = subsequent_mask(4)  # (1, 4, 4), True = may attend; broadcasts over the heads
+heads = F.scaled_dot_product_attention(q, k, v, attn_mask=keep)  # (batch, h, 4, d_k)
+sdpa_output = mha.out_proj(heads.transpose(1, 2).reshape(1, 4, d_model))
+mha_output, _ = mha(x, x, x, attn_mask=~keep[0])  # True = blocked
+assert torch.allclose(sdpa_output, mha_output, atol=1e-6)
+assert torch.allclose(fast_attention(q, k, v, keep, nn.Dropout(0.0)), heads, atol=1e-6)
+
+wrong_sdpa = F.scaled_dot_product_attention(q, k, v, attn_mask=~keep)
+wrong_mha, _ = mha(x, x, x, attn_mask=keep[0])
+wrong_sdpa = mha.out_proj(wrong_sdpa.transpose(1, 2).reshape(1, 4, d_model))
+assert not torch.allclose(wrong_sdpa, mha_output, atol=1e-3)
+assert not torch.allclose(wrong_mha, mha_output, atol=1e-3)
+# a float mask is added to the scores in both APIs: 0 keeps, -inf blocks
+float_mask = keep_to_attn_mask(keep[0], float_mask=True)
+by_float = F.scaled_dot_product_attention(q, k, v, attn_mask=float_mask)
+assert torch.allclose(by_float, heads, atol=1e-6)
+assert torch.allclose(mha(x, x, x, attn_mask=float_mask)[0], mha_output, atol=1e-6)
+print("SDPA(keep-mask) == MultiheadAttention(~keep-mask) == fast_attention(keep-mask)")
 
 # %% [markdown]
 # ### c. `key_padding_mask`
@@ -247,10 +324,13 @@ with keep_attention(ours):
     ours_output = ours(x3, x3, x3, keep)
 assert torch.allclose(ours_output, attn_output, atol=1e-6)
 print(attn_output_weights[2])  # the third sentence: keys 2 and 3 get no weight
+assert (attn_output_weights[2][:, 2:] == 0).all()  # padded keys: no weight
+assert torch.allclose(attn_output_weights[2].sum(-1), torch.ones(4))  # every query row
 
 # %% [markdown]
-# The mask acts on **keys** only. The padded positions still produce an output as queries (row 2
-# and 3 above are ordinary rows); whatever they contain is later ignored by the loss.
+# The mask acts on **keys** only. The padded positions still produce an output as queries (rows 2
+# and 3 above are ordinary rows); a loss that ignores padding, like the one in the appendix,
+# never reads them.
 #
 # ### d. `attn_mask` and `key_padding_mask` together
 #
@@ -354,17 +434,35 @@ for out in (out_no_weights, out_fast, out_reference):
 print("the other rows agree")
 
 # %% [markdown]
-# Right padding never creates such a row under a causal mask, because position 0 always holds a
-# real token. That is one reason the package (like most code) pads on the right.
-#
+# Right padding never creates such a row under a causal mask as long as every sequence has at
+# least one token: position 0 then always holds a real token. The package's `collate_batch` pads
+# on the right (checked in [the appendix](#appendix-a-translation-model-its-masks-and-a-training-step)).
+
+# %% [markdown]
+# **Exercise: a padding mask for `nn.MultiheadAttention`.** A batch of token ids is padded with
+# id 0: `[[7, 3, 0], [5, 0, 0]]`. Write the `key_padding_mask` that `nn.MultiheadAttention`
+# expects, first by hand and then from the package's `padding_mask`. Which shape does each have?
+
+# %% tags=["answer"]
+# PyTorch's key_padding_mask: (batch, key_len), True where the key is padding (blocked).
+# The package's keep-mask: (batch, 1, key_len), True where a query may attend.
+ids = torch.tensor([[7, 3, 0], [5, 0, 0]])
+by_hand = torch.tensor([[False, False, True], [False, True, True]])
+package_keep = padding_mask(ids, pad=0)
+print(package_keep.shape, "->", keep_to_key_padding_mask(package_keep).shape)
+assert torch.equal(keep_to_key_padding_mask(package_keep), by_hand)
+assert torch.equal(by_hand, ids == 0)
+
+# %% [markdown]
 # ## 1.2 `nn.TransformerEncoderLayer`
 #
 # An encoder layer is self-attention followed by the feed-forward network, each wrapped in a
-# residual connection with LayerNorm and dropout. The notebook quotes an old version of its code; the
-# current one adds `batch_first`, `norm_first` (pre-norm, default `False`: the paper's post-norm)
-# and `bias`. Its `forward(src, src_mask=None, src_key_padding_mask=None, is_causal=False)` passes
-# `src_mask` to the attention as `attn_mask` and `src_key_padding_mask` as `key_padding_mask`, as
-# the notebook says.
+# residual connection with LayerNorm and dropout. The code the notebook quotes is an older
+# version; today's layer also takes `batch_first`, `norm_first` (pre-norm, default `False`: the
+# paper's post-norm) and `bias`. Its `forward(src, src_mask=None, src_key_padding_mask=None,
+# is_causal=False)` passes `src_mask` to the attention as `attn_mask` and
+# `src_key_padding_mask` as `key_padding_mask`, with `need_weights=False` (the cell checks the
+# signature and that call).
 #
 # The package's `EncoderLayer` with `norm_first=False` and `layer_norm="torch"` (PyTorch's
 # LayerNorm, biased variance, eps 1e-5) is the same layer. The parameters have different names:
@@ -382,6 +480,10 @@ def package_encoder_layer(norm_first=False):
 
 
 ours_layer = load_from_torch(package_encoder_layer(), encoder_layer)
+params = inspect.signature(nn.TransformerEncoderLayer).parameters
+assert {"batch_first", "norm_first", "bias"} <= set(params)
+assert params["norm_first"].default is False
+assert "need_weights=False" in inspect.getsource(nn.TransformerEncoderLayer._sa_block)
 print("torch:  ", [name for name, _ in encoder_layer.named_parameters()])
 print("package:", [name for name, _ in ours_layer.named_parameters()])
 
@@ -407,11 +509,12 @@ print(out)
 # ## 1.3 `nn.TransformerEncoder`
 #
 # `nn.TransformerEncoder(encoder_layer, num_layers, norm=None)` deep-copies the layer `num_layers`
-# times and runs the copies in turn, then applies `norm` if one is given. Two things follow from
-# the deep copy: the copies start with **identical** weights (the package's `Encoder` copies the
-# same way; `nn.Transformer` and `make_model` re-initialise every matrix after copying), and the
-# notebook's `transformer_encoder` has **no final LayerNorm** (its `norm` is `None`). The package's
-# `Encoder(layer, N, final_norm=False)` matches it.
+# times and runs the copies in turn, then applies `norm` if one is given. The copies start with
+# **identical** parameters (the package's `Encoder` copies the same way). `nn.Transformer` and
+# `make_model` then re-draw every weight *matrix* (Xavier-uniform), but not the biases and the
+# LayerNorm parameters: those stay identical copies until training moves them. And the notebook's
+# `transformer_encoder` has **no final LayerNorm** (its `norm` is `None`); the package's
+# `Encoder(layer, N, final_norm=False)` matches it. The cell checks all three.
 
 # %%
 transformer_encoder = nn.TransformerEncoder(encoder_layer, num_layers=2)
@@ -419,6 +522,15 @@ same_start = torch.equal(transformer_encoder.layers[0].linear1.weight,
                          transformer_encoder.layers[1].linear1.weight)
 print("both layers start with the same weights:", same_start)
 print("final norm:", transformer_encoder.norm)
+assert same_start and transformer_encoder.norm is None
+full = nn.Transformer(d_model, nhead, 2, 2, 16, batch_first=True).encoder.layers
+ours_full = make_model(11, 11, N=2, d_model=d_model, d_ff=16, h=nhead).encoder.layers
+assert not torch.equal(full[0].linear1.weight, full[1].linear1.weight)
+assert torch.equal(full[0].linear1.bias, full[1].linear1.bias)
+assert torch.equal(full[0].norm1.bias, full[1].norm1.bias)
+w_1 = [layer.feed_forward.w_1 for layer in ours_full]
+assert not torch.equal(w_1[0].weight, w_1[1].weight)
+assert torch.equal(w_1[0].bias, w_1[1].bias)
 with torch.no_grad():  # make the two layers differ, as after training
     for p in transformer_encoder.layers[1].parameters():
         p.add_(0.1 * torch.randn_like(p))
@@ -594,42 +706,27 @@ print(out.shape)
 # `dim_feedforward` keeps its default of 2048.
 
 # %%
-with warnings.catch_warnings():
-    warnings.filterwarnings("ignore", message="enable_nested_tensor is True")
-    source_like = nn.Transformer(
-        d_model=5, nhead=1, num_encoder_layers=1, batch_first=True
-    )
-print(
-    len(source_like.encoder.layers),
-    "encoder layer,",
-    len(source_like.decoder.layers),
-    "decoder layers, dim_feedforward",
-    source_like.encoder.layers[0].linear1.out_features,
-)
+assert nn.Transformer().batch_first is False  # the default layout is (S, N, E)
+source_like = nn.Transformer(d_model=5, nhead=1, num_encoder_layers=1, batch_first=True)
+layers = (len(source_like.encoder.layers), len(source_like.decoder.layers))
+width = source_like.encoder.layers[0].linear1.out_features
+print(f"{layers[0]} encoder layer, {layers[1]} decoder layers, dim_feedforward {width}")
+assert layers == (1, 6) and width == 2048
 try:
-    load_from_torch(
-        make_model(
-            11,
-            11,
-            N=1,
-            d_model=5,
-            d_ff=2048,
-            h=1,
-            layer_norm="torch",
-            norm_first=False,
-            final_norm=True,
-        ),
-        source_like,
-    )
+    one_layer = make_model(11, 11, N=1, d_model=5, d_ff=2048, h=1, layer_norm="torch",
+                           norm_first=False, final_norm=True)
+    load_from_torch(one_layer, source_like)
 except ValueError as err:
     print("ValueError:", err)
+else:
+    raise AssertionError("a 1 + 6 layer nn.Transformer loaded into a model with N=1")
 
 # %% [markdown]
 # The package's models have one `N` for both stacks, so that model has no package equivalent.
 # There is a second difference: **`nn.Transformer` always puts a LayerNorm after each stack**, even
-# in post-norm mode, where the paper has none. `make_model(..., norm_first=False)` follows the
-# paper (its `final_norm=None` means "only for pre-norm"); `final_norm=True` adds the two norms
-# that `nn.Transformer` has.
+# in post-norm mode, where the paper's model has none (its post-norm layers already end in one).
+# `make_model(..., norm_first=False)` follows the paper (its `final_norm=None` means "only for
+# pre-norm"); `final_norm=True` adds the two norms that `nn.Transformer` has.
 
 # %%
 transformer_model = nn.Transformer(
@@ -699,6 +796,8 @@ try:
     to_torch(paper)
 except ValueError as err:
     print("ValueError:", err)
+else:
+    raise AssertionError("exported a post-norm model without final norms silently")
 exported = to_torch(paper, allow_no_final_norm=True)
 print(exported.encoder.norm, exported.decoder.norm)
 assert torch.allclose(
@@ -708,14 +807,22 @@ assert torch.allclose(
 )
 
 # %% [markdown]
-# The package's default LayerNorm ("annotated": unbiased standard deviation, eps added to it)
+# `make_model`'s default LayerNorm ("annotated": unbiased standard deviation, eps added to it)
 # computes a slightly different function from `nn.LayerNorm`, so both functions refuse it too:
 
 # %%
-try:
-    to_torch(make_model(11, 11, N=1, d_model=d_model, d_ff=16, h=nhead))
-except ValueError as err:
-    print("ValueError:", err)
+annotated = make_model(11, 11, N=1, d_model=d_model, d_ff=16, h=nhead, norm_first=False,
+                       final_norm=True)
+torch_twin = nn.Transformer(d_model, nhead, 1, 1, 16, batch_first=True)
+conversions = (lambda: to_torch(annotated),
+               lambda: load_from_torch(annotated, torch_twin))
+for convert in conversions:
+    try:
+        convert()
+    except ValueError as err:
+        print("ValueError:", err)
+    else:
+        raise AssertionError("converted a model with the annotated LayerNorm")
 
 # %% [markdown]
 # ### Where each weight goes
@@ -824,6 +931,8 @@ print(batch.src)
 # decoder input: BOS + reversed words (+ EOS for the shorter ones), padded
 print(batch.tgt)
 print(batch.tgt_y)  # what to predict: reversed words + EOS, padded
+real = batch.src != PAD
+assert torch.equal(real, real.cummin(dim=1).values)  # padding only on the right
 
 # %% [markdown]
 # The tutorial's model, written batch-first. Its positional encoding computes the same sinusoid
@@ -934,8 +1043,8 @@ print(sum(p.numel() for p in s2s.parameters()), "parameters")
 # `None` as `memory_mask`.
 #
 # The tutorial's `tgt_mask` is a float `0 / -inf` mask while its padding masks are bool. Current
-# PyTorch deprecates that mix and warns on every forward pass (shown below). A bool causal mask
-# means the same thing and keeps the two kinds equal.
+# PyTorch deprecates that mix and warns (shown below). A bool causal mask means the same thing
+# and keeps the two kinds equal.
 #
 # The batch-first version below uses a bool causal mask, and returns exactly what the package's
 # `batch_masks_to_torch` reads out of a `Batch`.
@@ -970,6 +1079,11 @@ assert torch.equal(tgt_mask, masks.tgt_mask)
 assert torch.equal(src_padding_mask, masks.src_key_padding_mask)
 assert torch.equal(tgt_padding_mask, masks.tgt_key_padding_mask)
 assert masks.memory_key_padding_mask is masks.src_key_padding_mask
+encoder = nn.Transformer(32, 4, 1, 1, 64, dropout=0.0, batch_first=True).encoder
+embedded = torch.randn(*batch.src.shape, 32)
+with_mask = encoder(embedded, src_mask, src_key_padding_mask=src_padding_mask)
+without = encoder(embedded, None, src_key_padding_mask=src_padding_mask)
+assert torch.allclose(with_mask, without)  # an all-False src_mask blocks nothing
 print(masks.tgt_key_padding_mask)
 
 # %% [markdown]
@@ -1042,9 +1156,6 @@ assert torch.allclose(fixed, alone[0], atol=1e-5)
 # predict `tgt[1:]` (`batch.tgt_y`), cross-entropy that ignores padding, backward, optimizer step.
 # Run once on each model from the same weights, the losses agree, and so do the weights after the
 # update. (Plain SGD keeps the comparison tight; the tutorial uses Adam.)
-#
-# The tutorial's loop ends with `losses / len(list(train_dataloader))`, which walks the whole
-# data loader a second time just to count its batches; counting them in the loop is enough.
 
 # %%
 torch_opt = torch.optim.SGD(s2s.parameters(), lr=0.1)
@@ -1074,6 +1185,26 @@ assert torch.allclose(
     atol=1e-5,
 )
 assert torch.allclose(model.generator.proj.weight, s2s.generator.weight, atol=1e-5)
+
+# %% [markdown]
+# To average the loss over an epoch, count the batches inside the loop. `len(list(loader))`
+# gives the same number but walks the whole loader (and for a streamed corpus like Multi30k,
+# reads the data) a second time; the cell counts the passes over a small streamed dataset.
+
+# %%
+class Streamed(torch.utils.data.IterableDataset):
+    passes = 0
+
+    def __iter__(self):
+        Streamed.passes += 1
+        return iter(range(6))
+
+
+loader = torch.utils.data.DataLoader(Streamed(), batch_size=2)
+batches = sum(1 for _ in loader)  # the training loop's own pass
+assert (batches, Streamed.passes) == (3, 1)
+assert len(list(loader)) == batches and Streamed.passes == 2
+print(f"{batches} batches; len(list(loader)) made pass number {Streamed.passes}")
 
 # %% [markdown]
 # ### Training the package model
@@ -1128,25 +1259,48 @@ print(f"{correct} of {len(decoded)} new sentences reversed exactly")
 assert correct > len(decoded) // 2
 
 # %% [markdown]
+# **Exercise: one keep-mask, two PyTorch calls.** You hold the package's causal keep-mask
+# `subsequent_mask(3)` and projected heads `q`, `k`, `v` of shape `(1, 2, 3, 4)`. What do you
+# pass as `attn_mask` to `F.scaled_dot_product_attention`, and what to an
+# `nn.MultiheadAttention` that should compute the same causal attention? Check that the package's
+# `attention` function agrees with the first.
+
+# %% tags=["answer"]
+# F.scaled_dot_product_attention: True = may attend, like the package: pass it as it is.
+# nn.MultiheadAttention: True = blocked: pass the inverse, (L, S) without the batch axis.
+from vanilla_transformer import attention
+
+causal = subsequent_mask(3)  # (1, 3, 3)
+q3, k3, v3 = torch.randn(3, 1, 2, 3, 4).unbind(0)
+by_sdpa = F.scaled_dot_product_attention(q3, k3, v3, attn_mask=causal)
+by_package, _ = attention(q3, k3, v3, mask=causal.unsqueeze(1))
+assert torch.allclose(by_sdpa, by_package, atol=1e-6)
+print("for nn.MultiheadAttention:", keep_to_attn_mask(causal[0]), sep="\n")
+assert torch.equal(keep_to_attn_mask(causal[0]), ~causal[0])
+
+# %% [markdown]
 # ## Summary
 #
-# - PyTorch masks say what is **blocked**; the package's keep-masks say what **may be attended**.
-#   `keep_to_attn_mask`, `attn_mask_to_keep`, `keep_to_key_padding_mask`,
-#   `key_padding_mask_to_keep` and `torch_masks_to_keep` convert between them without loss, and
-#   refuse input whose meaning would be a guess.
+# - Boolean masks mean two things in PyTorch: `F.scaled_dot_product_attention`'s `attn_mask`
+#   says what **may be attended**, like the package's keep-masks; `nn.MultiheadAttention`'s and
+#   `nn.Transformer`'s `attn_mask` and `key_padding_mask` say what is **blocked**. Float masks
+#   are added to the scores everywhere. `keep_to_attn_mask`, `attn_mask_to_keep`,
+#   `keep_to_key_padding_mask`, `key_padding_mask_to_keep` and `torch_masks_to_keep` convert
+#   between the package and the `nn` modules, and refuse input whose meaning would be a guess.
 # - A query with every key blocked gives NaN in `nn.MultiheadAttention` (with its default
 #   `need_weights=True`), zero attention in PyTorch's layers and the package's fast path, and
 #   uniform attention in the package's reference path.
 # - With `layer_norm="torch"`, the same `norm_first`, and `final_norm=True` (because
 #   `nn.Transformer` always normalises after each stack), a package model and an `nn.Transformer`
 #   compute the same function; `load_from_torch` and `to_torch` move the weights either way.
-# - The notebook's two-size subsequent mask aligns target position `t` with source position `t`; the
-#   memory mask used in practice is `None`, with the source padding as `memory_key_padding_mask`.
+# - A `(tgt_len, src_len)` subsequent mask used as `memory_mask` ties target position `t` to
+#   source position `t`; translation models leave `memory_mask` as `None` and pass the source
+#   padding as `memory_key_padding_mask`.
 
 # %% [markdown]
 # ## Errata
 #
-# <details><summary>Errata</summary>
+# <details class="warning"><summary>Errata</summary>
 #
 # Where the notebook this page follows goes wrong, and the section whose cell checks the correct
 # statement:
@@ -1156,9 +1310,12 @@ assert correct > len(decoded) // 2
 # | multiplies the weights by the input, `attn_output_weights.bmm(x)`, and wonders how that relates to the output | the weights multiply the values ($W^V$-projected, split into heads); `out_proj` follows | [core usage](#a-core-usage) |
 # | prints layer outputs in training mode with `dropout=0.1` | those numbers change from run to run; `dropout=0.0` or `.eval()` makes them comparable | [`nn.TransformerEncoderLayer`](#12-nntransformerencoderlayer) |
 # | passes `generate_subsequent_mask(6, 4)` as `memory_mask`, as if "no peeking ahead" carried over to the source | the `(tgt_sz, src_sz)` result lets target position `t` see source positions `0..t`, a meaningless alignment in translation; `memory_mask` stays `None` | [`memory_mask`](#b-memory_mask-and-memory_key_padding_mask) |
+# | says `memory_mask` "is always set to None in practice" | it is a choice of the model, not a rule of PyTorch: `nn.Transformer` applies any `(tgt_len, src_len)` mask it is given | [`memory_mask`](#b-memory_mask-and-memory_key_padding_mask) |
+# | quotes `nn.Transformer`'s old docstring: masks are "additive", padding masks "ByteTensor" | bool masks are accepted everywhere (`True` = blocked); float masks are added | [three APIs](#three-apis-one-causal-mask) |
 # | calls `nn.Transformer(d_model=5, nhead=1, num_encoder_layers=1)` a one-layer model | the decoder keeps 6 layers and `dim_feedforward` 2048 | [`nn.Transformer`](#16-nntransformer) |
 # | copies the sequence-first tutorial's `pos_embedding[:x.size(0)]` | in batch-first code it silently adds position `n`'s encoding to batch item `n`; slice `x.size(1)` | [the appendix](#appendix-a-translation-model-its-masks-and-a-training-step) |
-# | mixes a float `0 / -inf` `tgt_mask` with bool padding masks | current PyTorch warns on every forward pass; a bool causal mask means the same | [`create_mask`](#create_mask) |
+# | mixes a float `0 / -inf` `tgt_mask` with bool padding masks | current PyTorch warns; a bool causal mask means the same | [`create_mask`](#create_mask) |
 # | decodes without padding masks in `encode` and `decode` | harmless for one sentence, wrong on a padded batch | [the same model in the package](#the-same-model-in-the-package) |
+# | averages the loss with `len(list(train_dataloader))` | that walks the data loader a second time; count the batches in the loop | [one training step](#one-training-step-both-ways) |
 #
 # </details>

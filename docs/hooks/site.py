@@ -24,6 +24,19 @@
 - Each notebook page offers its notebook for download: the hook writes `<page>.ipynb` (converted
   from the page's jupytext source, without outputs) next to the page and puts a download button
   at the top of the page, beside Material's own page actions.
+- Notebook pages are reworked after nbconvert (see `rework_notebook_html`): every figure gets the
+  alt text its code cell gives in its metadata (`# %% alt="..."` in the jupytext source; a list
+  of strings for a cell that draws several figures), and the build fails on a figure without one;
+  cell tags and In/Out prompts leave the page; the "Copied!" notice and the headings' "¶" links
+  stay out of the search index; and an exercise, a Markdown cell that starts with
+  `**Exercise: title**` followed by cells tagged "answer", becomes the same HTML as an exercise
+  of a Markdown page: `div.admonition.exercise` holding a closed `details.answer`.
+- Tables of three to five columns are marked (`data-stack`, each cell with its column's header as
+  `data-label`) so that on a phone they are shown as one card per row instead of scrolling
+  (docs/stylesheets/extra.css).
+- The search index holds plain text: after the build, TeX in it is written out in Unicode
+  (`tex_to_text`) and permalink signs, prompts and copy notices are removed
+  (`clean_search_text`).
 - A page may render an object of the package a second time (`::: vanilla_transformer.x.y` in an
   article, to show its docstring and source there). Cross-references to that object keep going to
   its entry in the API reference.
@@ -208,6 +221,228 @@ def _nest(headings: list[dict]) -> list[dict]:
     return roots
 
 
+# --------------------------------------------------------------------------------------------- #
+# Notebook pages: alt text, no tags or prompts, exercises                                      #
+# --------------------------------------------------------------------------------------------- #
+
+NO_ALT = "No description has been provided for this image"  # what nbconvert writes without one
+_EXERCISE_TITLE = re.compile(r"^\s*Exercise:\s*\S")
+
+
+def _soup(html: str):
+    from bs4 import BeautifulSoup
+
+    return BeautifulSoup(html, "html.parser")
+
+
+def _alt_texts(metadata: dict, count: int) -> list[str]:
+    """The alt texts a code cell's metadata gives its `count` figures ("" where it gives none)."""
+    alt = metadata.get("alt")
+    if isinstance(alt, str):
+        alt = [alt] * count if count == 1 else [alt]
+    alt = [a.strip() for a in (alt or []) if isinstance(a, str)]
+    return (alt + [""] * count)[:count]
+
+
+def _tags(element) -> set[str]:
+    """The cell tags of a rendered cell (nbconvert writes each as a class `celltag_<tag>`)."""
+    classes = list(element.get("class") or [])
+    for inner in element.select(".jp-RenderedMarkdown"):
+        classes += inner.get("class") or []
+    return {c.removeprefix("celltag_") for c in classes if c.startswith("celltag_")}
+
+
+def _wrap_exercises(soup, where: str) -> int:
+    """Wrap each question cell and the "answer" cells after it into an exercise box."""
+    cells = soup.select("div.jp-Notebook > div.jp-Cell")
+    count, i = 0, 0
+    while i < len(cells):
+        if "answer" not in _tags(cells[i]):
+            i += 1
+            continue
+        question = cells[i - 1] if i else None
+        rendered = question.select_one(".jp-RenderedMarkdown") if question else None
+        first = rendered.find(["p", "h2", "h3", "h4"]) if rendered else None
+        strong = first.find("strong") if first else None
+        if strong is None or not _EXERCISE_TITLE.match(strong.get_text()):
+            raise PluginError(
+                f"{where}: a cell tagged \"answer\" must follow a Markdown cell that starts with "
+                "**Exercise: <title>** (the question)"
+            )
+        answers = []
+        while i < len(cells) and "answer" in _tags(cells[i]):
+            answers.append(cells[i])
+            i += 1
+        title = " ".join(strong.get_text().split()).rstrip(".")
+        strong.decompose()
+        if not first.get_text().strip():
+            first.decompose()
+        box = soup.new_tag("div", attrs={"class": "admonition exercise"})
+        heading = soup.new_tag("p", attrs={"class": "admonition-title"})
+        heading.string = title
+        details = soup.new_tag("details", attrs={"class": "answer"})
+        summary = soup.new_tag("summary")
+        summary.string = "Answer"
+        question.insert_before(box)
+        box.append(heading)
+        box.append(question.extract())
+        box.append(details)
+        details.append(summary)
+        for cell in answers:
+            details.append(cell.extract())
+        count += 1
+    return count
+
+
+def rework_notebook_html(html: str, code_cells: list[dict], where: str) -> str:
+    """A notebook page's HTML with alt text, without tags and prompts, with exercise boxes.
+
+    `code_cells` are the metadata of the page's code cells, in order (from its jupytext source).
+    Raises PluginError for a figure without alt text and for a malformed exercise.
+    """
+    soup = _soup(html)
+    rendered = soup.select("div.jp-Notebook > div.jp-Cell.jp-CodeCell")
+    if len(rendered) != len(code_cells):
+        raise PluginError(
+            f"{where}: {len(rendered)} rendered code cells, but the source has {len(code_cells)}"
+        )
+    missing = []
+    for number, (cell, metadata) in enumerate(zip(rendered, code_cells), start=1):
+        images = cell.select(".jp-RenderedImage img")
+        for img, alt in zip(images, _alt_texts(metadata, len(images))):
+            if alt and alt != NO_ALT:
+                img["alt"] = alt
+            else:
+                missing.append(number)
+    if missing:
+        raise PluginError(
+            f"{where}: code cell(s) {sorted(set(missing))} draw a figure without alt text; "
+            'give the cell an alt text in its metadata (`# %% alt="What the figure shows"`, '
+            "or a list of strings for several figures)"
+        )
+    # Cell tags are for the build (hide-input, heatmap, answer), not for the reader.
+    for toolbar in soup.select(".celltoolbar"):
+        toolbar.decompose()
+    for prompt in soup.select(".jp-InputPrompt, .jp-OutputPrompt"):
+        prompt.clear()
+    # Kept on the page, left out of the search index (Material drops the attribute afterwards).
+    for element in soup.select(".zeroclipboard-container, a.anchor-link"):
+        element["data-search-exclude"] = ""
+    _wrap_exercises(soup, where)
+    return str(soup)
+
+
+def _code_cell_metadata(path: Path) -> list[dict]:
+    import jupytext
+
+    return [dict(c.metadata) for c in jupytext.read(path).cells if c.cell_type == "code"]
+
+
+# --------------------------------------------------------------------------------------------- #
+# Tables that stack on a phone                                                                  #
+# --------------------------------------------------------------------------------------------- #
+
+STACK_COLUMNS = range(3, 6)  # tables of 3 to 5 columns become one card per row on a phone
+_TABLE = re.compile(r"<table(?P<attrs>[^>]*)>(?P<body>.*?)</table>", re.DOTALL)
+_HEADER_CELL = re.compile(r"<th\b[^>]*>(?P<text>.*?)</th>", re.DOTALL)
+_ROW = re.compile(r"<tr\b[^>]*>.*?</tr>", re.DOTALL)
+_DATA_CELL = re.compile(r"<td\b(?P<attrs>[^>]*)>")
+
+
+def _text(html: str) -> str:
+    return " ".join(html_unescape(re.sub(r"<[^>]+>", "", html)).split())
+
+
+def mark_stackable_tables(html: str) -> str:
+    """Give each plain table of 3 to 5 columns `data-stack` and its cells `data-label`."""
+
+    def mark(match: re.Match) -> str:
+        attrs, body = match.group("attrs"), match.group("body")
+        if "class=" in attrs or "data-stack" in attrs or "<table" in body:
+            return match.group(0)
+        head = re.search(r"<thead>(.*?)</thead>", body, re.DOTALL)
+        labels = [_text(m.group("text")) for m in _HEADER_CELL.finditer(head.group(1))] if head else []
+        if len(labels) not in STACK_COLUMNS:
+            return match.group(0)
+
+        def label_row(row: re.Match) -> str:
+            cells = iter(labels)
+
+            def label(cell: re.Match) -> str:
+                name = next(cells, "")
+                return f'<td data-label="{html_escape(name)}"{cell.group("attrs")}>'
+
+            return _DATA_CELL.sub(label, row.group(0))
+
+        return f"<table data-stack{attrs}>" + _ROW.sub(label_row, body) + "</table>"
+
+    return _TABLE.sub(mark, html)
+
+
+# --------------------------------------------------------------------------------------------- #
+# The search index as plain text                                                                #
+# --------------------------------------------------------------------------------------------- #
+
+_TEX_SYMBOLS = {
+    "alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "epsilon": "ε", "varepsilon": "ε",
+    "eta": "η", "theta": "θ", "lambda": "λ", "mu": "μ", "pi": "π", "sigma": "σ", "tau": "τ",
+    "phi": "φ", "omega": "ω", "Sigma": "Σ", "Omega": "Ω", "Delta": "Δ", "top": "ᵀ",
+    "cdot": "·", "cdots": "⋯", "ldots": "…", "dots": "…", "times": "×", "odot": "⊙",
+    "le": "≤", "leq": "≤", "ge": "≥", "geq": "≥", "neq": "≠", "approx": "≈", "in": "∈",
+    "to": "→", "rightarrow": "→", "leftarrow": "←", "infty": "∞", "sum": "Σ", "prod": "∏",
+    "pm": "±", "mid": "|", "lVert": "‖", "rVert": "‖", "Vert": "‖", "ell": "ℓ", "partial": "∂",
+    "nabla": "∇", "sqrt": "√", "quad": " ", "qquad": " ", "lfloor": "⌊", "rfloor": "⌋",
+    "lceil": "⌈", "rceil": "⌉", "langle": "⟨", "rangle": "⟩", "%": "%", "_": "_", "{": "{",
+    "}": "}", "$": "$", "#": "#", "&": "&", ",": " ", ";": " ", ":": " ", "!": "", " ": " ",
+}
+_TEX_MATH = re.compile(
+    r"\\\((?P<a>.+?)\\\)|\\\[(?P<b>.+?)\\\]|\$\$(?P<c>.+?)\$\$|(?<![\w$\\])\$(?=[^\s$])(?P<d>[^$]+?)(?<=\S)\$(?![\w$])",
+    re.DOTALL,
+)
+_GROUP = r"\{((?:[^{}]|\{(?:[^{}]|\{[^{}]*\})*\})*)\}"  # up to two levels of nested braces
+
+
+def tex_to_text(tex: str) -> str:
+    """A TeX formula written out in plain Unicode text, for the search index."""
+    text = tex
+    for _ in range(3):  # nested \frac and \sqrt
+        text = re.sub(r"\\[dt]?frac\s*" + _GROUP + r"\s*" + _GROUP,
+                      lambda m: f"{_paren(m.group(1))}/{_paren(m.group(2))}", text)
+        text = re.sub(r"\\sqrt\s*" + _GROUP, lambda m: "√" + _paren(m.group(1)), text)
+        text = re.sub(r"\\(?:mathrm|text|textrm|mathbf|mathit|boldsymbol|operatorname|textbf|"
+                      r"mathcal|mathsf|texttt|emph)\s*" + _GROUP, r"\1", text)
+    text = re.sub(r"\\(?:left|right|big|Big|bigg|Bigg)\b\s*", "", text)
+    text = re.sub(r"\\begin\{\w+\*?\}|\\end\{\w+\*?\}", " ", text)
+    text = text.replace("\\\\", " ").replace("&", " ")
+    text = re.sub(r"\\([A-Za-z]+|.)", lambda m: _TEX_SYMBOLS.get(m.group(1), m.group(1)), text)
+    text = re.sub(r"\^\{?ᵀ\}?", "ᵀ", text)
+    text = text.replace("{", "").replace("}", "")
+    return " ".join(text.split())
+
+
+def _paren(text: str) -> str:
+    text = text.strip()
+    return text if re.fullmatch(r"[^\s+\-*/()=,]+", text) else f"({text})"
+
+
+_PROMPT = re.compile(r"\b(?:In|Out)\s?\[[\d ]*\]:\s?")
+_CODE_SPAN = re.compile(r"(<pre\b.*?</pre>|<code\b.*?</code>)", re.DOTALL)
+
+
+def clean_search_text(text: str) -> str:
+    """Text of the search index without TeX (outside code), "¶", prompts or copy notices."""
+    parts = _CODE_SPAN.split(text)
+    for i in range(0, len(parts), 2):  # the even parts are outside code
+        part = _TEX_MATH.sub(
+            lambda m: tex_to_text(next(g for g in m.groups() if g is not None)), parts[i]
+        )
+        parts[i] = _PROMPT.sub("", part)
+    text = "".join(parts).replace("¶", "").replace("Copied!", "")
+    return re.sub(r"[ \t]{2,}", " ", text).strip()
+
+
+
+
 # Notebooks to write at the end of the build: (jupytext source, destination in the site).
 _notebooks: list[tuple[Path, Path]] = []
 # Material's "download" icon (Material Design Icons, Apache 2.0).
@@ -235,13 +470,17 @@ def _download_button(page, config: MkDocsConfig) -> str:
 
 def on_page_content(html: str, page, config: MkDocsConfig, files) -> str:
     if "jupyter-wrapper" in html:
-        html = _download_button(page, config) + _NBCONVERT_MATHJAX.sub("", html)
+        html = _NBCONVERT_MATHJAX.sub("", html)
+        html = rework_notebook_html(
+            html, _code_cell_metadata(Path(page.file.abs_src_path)), page.file.src_uri
+        )
+        html = _download_button(page, config) + html
         parser = _Headings()
         parser.feed(html)
         page.toc = get_toc(_nest(parser.headings))
         page.present_anchor_ids = parser.ids
         _register_notebook_anchors(page, parser.headings, config)
-    return html
+    return mark_stackable_tables(html)
 
 
 def _register_notebook_anchors(page, headings: list[dict], config: MkDocsConfig) -> None:
@@ -271,7 +510,7 @@ def on_pre_build(config: MkDocsConfig) -> None:
     _notebooks.clear()
 
 
-def on_post_build(config: MkDocsConfig) -> None:
+def _write_notebooks() -> None:
     """Write each notebook page's notebook (jupytext source to .ipynb, without outputs)."""
     import jupytext
 
@@ -295,3 +534,19 @@ def on_env(env, config: MkDocsConfig, files):
             if api_urls:
                 url_map[identifier] = api_urls
     return env
+
+
+@event_priority(-100)  # after the search plugin has written the index
+def on_post_build(config: MkDocsConfig) -> None:
+    _write_notebooks()
+    index = Path(config.site_dir) / "search" / "search_index.json"
+    if index.is_file():
+        import json
+
+        data = json.loads(index.read_text(encoding="utf-8"))
+        for doc in data.get("docs", []):
+            for key in ("title", "text"):
+                if isinstance(doc.get(key), str):
+                    doc[key] = clean_search_text(doc[key])
+        index.write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")),
+                         encoding="utf-8")

@@ -89,7 +89,11 @@ IMAGE_PROBLEMS = """async () => {
   for (const img of images) {
     const name = (img.getAttribute('src') || '').slice(0, 80);
     if (!img.complete || img.naturalWidth === 0) problems.push('image not loaded: ' + name);
-    if (!(img.getAttribute('alt') || '').trim()) problems.push('image without alt text: ' + name);
+    const alt = (img.getAttribute('alt') || '').trim();
+    if (!alt) problems.push('image without alt text: ' + name);
+    if (alt === 'No description has been provided for this image') {
+      problems.push("image with nbconvert's placeholder instead of alt text: " + name);
+    }
   }
   return {problems, count: images.length};
 }"""
@@ -402,7 +406,7 @@ LAYOUT = """() => {
   const content = document.querySelector('.md-content__inner');
   const out = {scrollWidth: document.scrollingElement.scrollWidth, innerWidth: innerWidth,
                content: content ? content.getBoundingClientRect().width : 0,
-               formulas: [], pres: [], figures: [], editors: [], prompts: 0, blocks: []};
+               formulas: [], pres: [], figures: [], editors: [], prompts: 0, blocks: [], tables: []};
   const column = content ? content.getBoundingClientRect().right : innerWidth;
   const blocks = '.md-content pre, .md-content pre > code, .md-content .md-typeset__scrollwrap, '
     + '.md-content table, '
@@ -431,7 +435,18 @@ LAYOUT = """() => {
                       scrolls: holder.scrollWidth > holder.clientWidth + 1});
   }
   for (const editor of document.querySelectorAll('.jupyter-wrapper .jp-CodeCell .jp-InputArea-editor')) {
+    // an exercise's answer is folded, and indented inside its box when open
+    if (editor.closest('.admonition, details')) continue;
     out.editors.push(editor.getBoundingClientRect().width);
+  }
+  for (const table of document.querySelectorAll('.md-content table')) {
+    if (table.offsetParent === null && getComputedStyle(table).display !== 'block') continue;
+    const columns = Math.max(0, ...Array.from(table.rows).map((row) => row.cells.length));
+    const wrap = table.closest('.md-typeset__scrollwrap, .jp-OutputArea-output');
+    const scrolls = (el) => el !== null && el.scrollWidth > el.clientWidth + 1;
+    out.tables.push({columns, text: table.textContent.trim().slice(0, 60),
+                     scrolls: scrolls(table) || scrolls(wrap),
+                     right: table.getBoundingClientRect().right});
   }
   out.prompts = Array.from(document.querySelectorAll('.jp-InputPrompt, .jp-OutputPrompt'))
     .filter((el) => el.offsetWidth > 0 && el.textContent.trim()).length;
@@ -697,3 +712,115 @@ def test_notebook_pages_offer_their_notebook(site, origin, tab):
         first = next(c for c in notebook.cells if c.cell_type == "markdown")
         assert title.replace("¶", "").strip() in first.source, f"{path}: {url} holds another page"
         assert sum(c.cell_type == "code" for c in notebook.cells) >= 3
+
+
+def test_no_narrow_table_scrolls_sideways_on_a_phone(phone):
+    """At 390 px a table of 5 columns or fewer shows all of its columns: its last column, often
+    the one that holds its meaning (a total, what `True` means), is not hidden behind a sideways
+    scroll. Such tables stack into one card per row (docs/stylesheets/extra.css)."""
+    tables = [(path, table) for path, layout in phone.items() for table in layout["tables"]]
+    assert sum(table["columns"] <= 5 for _, table in tables) > 10
+    problems = [
+        f"{path}: a table of {table['columns']} columns "
+        + ("scrolls sideways" if table["scrolls"] else f"reaches {table['right']:.0f} px")
+        + f": {table['text']!r}"
+        for path, table in tables
+        if table["columns"] <= 5 and (table["scrolls"] or table["right"] > PHONE + 1)
+    ]
+    assert not problems, f"at {PHONE} px:\n" + "\n".join(problems[:40])
+
+
+# --------------------------------------------------------------------------------------------- #
+# Reading path, search previews and exercises                                                   #
+# --------------------------------------------------------------------------------------------- #
+
+
+def _page_path(href: str, base: str = "/") -> str:
+    """The URL path of the page a link leads to, without its anchor."""
+    path = urlsplit(urljoin(base, href)).path
+    return path if path.endswith("/") else path.rsplit("/", 1)[0] + "/"
+
+
+def _start_here_links(site: Path) -> list[str]:
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(_read(site / "index.html"), "html.parser")
+    content = soup.select_one(".md-content")
+    heading = next((h for h in content.find_all("h2") if "Start here" in h.get_text()), None)
+    assert heading is not None, "Home has no \"Start here\" heading"
+    links = []
+    for element in heading.find_next_siblings():
+        if element.name == "h2":
+            break
+        links += [_page_path(a["href"]) for a in element.select("a[href]")
+                  if not a.get("href", "").startswith(("#", "http")) and "headerlink" not in (a.get("class") or [])]
+    return list(dict.fromkeys(links))
+
+
+def _sidebar_pages(tab, origin) -> list[str]:
+    tab.goto(origin + "/", wait_until="load")
+    hrefs = tab.eval_on_selector_all(
+        "nav.md-nav--primary a.md-nav__link[href]", "links => links.map(a => a.getAttribute('href'))"
+    )
+    return list(dict.fromkeys(_page_path(href) for href in hrefs if not href.startswith("#")))
+
+
+def test_sidebar_order_is_home_s_start_here_order(site, origin, tab):
+    """Home's "Start here" list links the site's pages in the order of the sidebar: every page of
+    the navigation except Home itself and the API reference's module pages (the list links the
+    API reference's index), so that reading the list and reading the sidebar are one path."""
+    listed = _start_here_links(site)
+    sidebar = [page for page in _sidebar_pages(tab, origin)
+               if page != "/" and (not page.startswith("/api/") or page == "/api/")]
+    assert len(sidebar) > 10, sidebar
+    assert listed == sidebar, (
+        "Home's \"Start here\" list and the sidebar differ:\n"
+        f"  Start here: {listed}\n  sidebar:    {sidebar}"
+    )
+
+
+def test_search_previews_are_plain_text(site):
+    """The search index (what the search shows as previews) holds no permalink sign, no
+    notebook prompt, no copy notice and no TeX outside code (docs/hooks/site.py cleans it)."""
+    import json
+
+    docs = json.loads((site / "search" / "search_index.json").read_text(encoding="utf-8"))["docs"]
+    assert len(docs) > 50
+    problems = []
+    for doc in docs:
+        text = doc["title"] + " " + doc["text"]
+        prose = re.sub(r"<pre\b.*?</pre>|<code\b.*?</code>", "", text, flags=re.DOTALL)
+        for bad, pattern in (("¶", "¶"), ("a prompt", r"\b(In|Out) ?\[\d*\]:"),
+                             ("Copied!", "Copied!"), ("TeX", r"\\\(|\\\[|\$\$|\\frac|\\sqrt")):
+            if re.search(pattern, text if bad == "¶" else prose):
+                problems.append(f"{doc['location']}: {bad}")
+    assert not problems, "search previews with markup:\n" + "\n".join(problems[:40])
+
+
+def test_exercises_fold_their_answers(site, origin, tab):
+    """Every exercise, on Markdown and notebook pages alike, is a `div.admonition.exercise` with
+    a title and a closed `details.answer` that holds the answering code."""
+    pages = _pages_with(site, "admonition exercise")
+    assert pages, "no page has an exercise"
+    problems, count = [], 0
+    for path in pages:
+        tab.goto(origin + path, wait_until="load")
+        found = tab.evaluate("""() => Array.from(document.querySelectorAll('.admonition.exercise'))
+          .map((box) => {
+            const answer = box.querySelector(':scope > details.answer');
+            return {title: (box.querySelector(':scope > .admonition-title') || {}).textContent || '',
+                    answer: answer !== null, open: answer !== null && answer.open,
+                    summary: answer && answer.querySelector('summary') ? answer.querySelector('summary').textContent.trim() : '',
+                    code: answer !== null && answer.querySelector('pre') !== null};
+          })""")
+        for box in found:
+            count += 1
+            where = f"{path}: {box['title'].strip()!r}"
+            if not box["title"].strip().startswith("Exercise:"):
+                problems.append(f"{where}: the title does not start with 'Exercise:'")
+            if not box["answer"]:
+                problems.append(f"{where}: no details.answer inside")
+            elif box["open"] or box["summary"] != "Answer" or not box["code"]:
+                problems.append(f"{where}: the answer is open, not titled 'Answer', or has no code")
+    assert count >= 4, f"only {count} exercises found"
+    assert not problems, "\n".join(problems)
