@@ -39,7 +39,7 @@
 # ```
 #
 # In `benchmarks/results/copy_task.json`, five runs of that command with seeds 0 to 4 on a
-# two-core CPU each copied all 100 held-out sequences, in 13 to 17 s of training (16 to 19 s
+# two-core CPU each copied all 100 held-out sequences, in 13 to 16 s of training (16 to 19 s
 # with Python's start-up):
 
 # The code lives in [`training`](../../api/training/schedule/),
