@@ -168,7 +168,8 @@ assert torch.isnan(annotated_style) and torch.isfinite(loss) and padding_row == 
 # [`run_epoch`](../../api/training/loop/#vanilla_transformer.training.loop.run_epoch) can add up the gradients of `accum_iter`
 # batches before each optimizer step, to train with a batch larger than fits in memory at once.
 # Each batch's summed loss is divided by the number of target tokens in the whole group, so the
-# accumulated gradient is exactly the gradient of the mean loss over the combined batch.
+# accumulated gradient is the gradient of the mean loss over the combined batch, up to float
+# rounding (the cell below prints the largest difference).
 #
 # > **Correction.** The Annotated Transformer's `run_epoch` divides each batch's loss by that
 # > batch's own token count and never by `accum_iter`, so its accumulated gradient is `accum_iter`
