@@ -1,6 +1,6 @@
 r"""Where the parameters of the paper's two model sizes are: stacked bars by component, for
-`make_model`'s untied default (the Annotated Transformer's) and for the tied model without a
-generator bias that the closed form $168d^2 + 196d + vocab \cdot d$ describes.
+`make_model`'s untied default (the Annotated Transformer's) and for the presets `paper-base` and
+`paper-big` (tied, post-norm, no generator bias).
 
 Every number comes from `parameter_count`, with the paper's shared vocabulary of 37000 tokens.
 """

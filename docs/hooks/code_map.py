@@ -1,15 +1,22 @@
 """Build hook: the tables of the Code map page, read from the package's source at every build.
 
-docs/code-map.md holds two placeholders, each an HTML comment alone on its line:
+docs/code-map.md holds three placeholders, each an HTML comment alone on its line:
 
+- `<!-- code-map:layers -->` becomes a table of the layers, bottom to top: each sub-package with
+  the first paragraph of its docstring and the names of all its modules, linked to the API
+  reference;
 - `<!-- code-map:modules -->` becomes one table per sub-package: each module with its number of
   lines and the first line of its docstring, in the order the sub-package's `__init__.py` imports
   them;
 - `<!-- code-map:imports -->` becomes a table of the sub-packages in layer order, each with its
   modules, its lines and the sub-packages it imports from.
 
+docs/api/index.md may hold `<!-- code-map:api-index -->`, which becomes the same list of
+sub-packages and modules with links to their API pages.
+
 Everything comes from walking src/vanilla_transformer with `ast`: nothing is imported and no number
-is typed by hand. A placeholder missing from the page fails the build.
+or module name is typed by hand, so a new module shows up in every table. A placeholder missing
+from the Code map page fails the build.
 """
 
 from __future__ import annotations
@@ -28,7 +35,10 @@ PAGE = "code-map.md"
 PACKAGE = "vanilla_transformer"
 # The layers, bottom to top: a module may import only from its own layer and those before it.
 LAYERS = ["_checks", "_io", "model", "data", "inference", "training", "interop", "analysis", "cli"]
+LAYERS_MARK = "<!-- code-map:layers -->"
 MODULES_MARK = "<!-- code-map:modules -->"
+API_INDEX_PAGE = "api/index.md"
+API_INDEX_MARK = "<!-- code-map:api-index -->"
 IMPORTS_MARK = "<!-- code-map:imports -->"
 
 
@@ -143,6 +153,61 @@ def modules_tables(root: Path, modules: list[Module], docs_dir: Path) -> str:
     return "\n".join(out)
 
 
+def _layer_name(layer: str) -> str:
+    return f"`{layer}.py`" if layer.startswith("_") else f"`{layer}/`"
+
+
+def _summary_of_layer(root: Path, layer: str, modules: list[Module]) -> str:
+    """The first paragraph of the layer's docstring (its `__init__.py`, or the module itself)."""
+    own = [m for m in modules if m.name == f"{PACKAGE}.{layer}"]
+    return own[0].summary if own else ""
+
+
+def _members(root: Path, layer: str, modules: list[Module]) -> list[Module]:
+    """The public modules of a layer other than its `__init__.py`, in reading order."""
+    members = [
+        m for m in modules
+        if m.layer == layer and not m.name.rpartition(".")[2].startswith("_")
+    ]
+    if not layer.startswith("_"):
+        members = _reading_order(root, layer, members)
+    return [m for m in members if m.name != f"{PACKAGE}.{layer}"]
+
+
+def layers_table(root: Path, modules: list[Module], docs_dir: Path) -> str:
+    """The layers, bottom to top: what each is for, in its own docstring, and all its modules."""
+    out = ["| layer | sub-package | what it is for | modules |", "| ---: | --- | --- | --- |"]
+    for i, layer in enumerate(LAYERS):
+        members = _members(root, layer, modules)
+        names = []
+        for m in members:
+            link = _api_link(m, docs_dir)
+            short = m.name.rpartition(".")[2]
+            names.append(link.replace(f"`{m.name.removeprefix(PACKAGE + '.')}`", f"`{short}`", 1))
+        summary = _cell(_summary_of_layer(root, layer, modules))
+        listed = ", ".join(names) or "(this one file)"
+        out.append(f"| {i} | {_layer_name(layer)} | {summary} | {listed} |")
+    return "\n".join(out)
+
+
+def api_index_table(root: Path, modules: list[Module], docs_dir: Path) -> str:
+    """The sub-packages with links, relative to api/index.md, to each module's API page."""
+    out = ["| sub-package | what it holds | modules |", "| --- | --- | --- |"]
+    for layer in LAYERS:
+        if layer.startswith("_"):
+            continue
+        links = []
+        if (docs_dir / "api" / layer / "index.md").is_file():
+            links.append(f"[`{layer}`]({layer}/index.md)")
+        for m in _members(root, layer, modules):
+            short = m.name.rpartition(".")[2]
+            page = docs_dir / "api" / layer / f"{short}.md"
+            links.append(f"[`{short}`]({layer}/{short}.md)" if page.is_file() else f"`{short}`")
+        summary = _cell(_summary_of_layer(root, layer, modules))
+        out.append(f"| `{layer}` | {summary} | {', '.join(links)} |")
+    return "\n".join(out)
+
+
 def imports_table(modules: list[Module]) -> str:
     out = ["| layer | sub-package | modules | lines | imports from |", "| ---: | --- | ---: | ---: | --- |"]
     layer_of = {m.name: m.layer for m in modules}
@@ -156,12 +221,15 @@ def imports_table(modules: list[Module]) -> str:
 
 
 def on_page_markdown(markdown: str, page, config: MkDocsConfig, files) -> str:
+    root, docs_dir = package_dir(config), Path(config.docs_dir)
+    if page.file.src_uri == API_INDEX_PAGE and API_INDEX_MARK in markdown:
+        return markdown.replace(API_INDEX_MARK, api_index_table(root, walk(root), docs_dir))
     if page.file.src_uri != PAGE:
         return markdown
-    for mark in (MODULES_MARK, IMPORTS_MARK):
+    for mark in (LAYERS_MARK, MODULES_MARK, IMPORTS_MARK):
         if mark not in markdown:
             raise PluginError(f"code-map hook: docs/{PAGE} has no {mark} placeholder")
-    root = package_dir(config)
     modules = walk(root)
-    markdown = markdown.replace(MODULES_MARK, modules_tables(root, modules, Path(config.docs_dir)))
+    markdown = markdown.replace(LAYERS_MARK, layers_table(root, modules, docs_dir))
+    markdown = markdown.replace(MODULES_MARK, modules_tables(root, modules, docs_dir))
     return markdown.replace(IMPORTS_MARK, imports_table(modules))

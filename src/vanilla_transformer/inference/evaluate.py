@@ -1,8 +1,9 @@
 """Translate sentences with a trained model and score them: BLEU, chrF and exact match.
 
 Decoding follows section 6.1: beam search with a beam of 4 and length penalty $\\alpha = 0.6$,
-and an output at most 50 tokens longer than its input. BLEU and chrF come from `sacrebleu`, so
-they are the figures other papers report.
+and an output at most 50 tokens longer than its input. BLEU and chrF come from `sacrebleu`. BLEU
+is comparable with other papers' only under the same tokenization: the word BLEU of `"13a"`, not
+the character BLEU (`bleu_tokenize="char"`) that one-word sentences such as German numbers need.
 
 Explained on the [Training a real translator][translator-guide] page.
 """
