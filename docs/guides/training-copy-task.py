@@ -232,7 +232,7 @@ print(f"{n_params:,} parameters, {config.steps} steps of {config.batch_size} seq
       f"in {run.seconds:.1f} s; loss {run.losses[0]:.3f} -> {run.final_loss:.4f}")
 assert run.final_loss < run.losses[0] / 10
 
-# %%
+# %% alt="The copy task's training loss per target token at each optimizer step, on a logarithmic scale."
 fig, ax = plt.subplots(figsize=(8, 3.5))
 ax.plot(range(1, len(run.losses) + 1), run.losses)
 ax.set_yscale("log")
@@ -278,7 +278,7 @@ assert from_one[0, 0] == 1
 # self-attention and the decoder's attention over the source. Each panel is one head; rows are
 # query positions, columns key positions.
 
-# %% tags=["heatmap"]
+# %% tags=["heatmap"] alt="Three rows of four heatmaps, one per head of the first layer: the encoder's self-attention, the decoder's self-attention (nothing above the diagonal) and the decoder's attention over the encoder, for one held-out sequence; rows are queries and columns keys, each labelled with its token."
 src = held_out[:1]
 tgt = src[:, :-1]  # the decoder input: the target without its last token
 with torch.no_grad(), keep_attention(run.model):

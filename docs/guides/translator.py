@@ -240,7 +240,7 @@ assert tokenizer.tokens("vierhunderteinundzwanzig") == (
 # checkpoint. With label smoothing the best the model can do is match the smoothed target,
 # which keeps 0.1 of the probability spread over the other pieces, rather than be certain.
 
-# %%
+# %% alt="Left: the learning rate at each optimizer step, rising during the warm-up and then falling as the inverse square root of the step. Right: the training loss per token at each step, and the exact match on the validation numbers, in per cent, at each checkpoint."
 d_model = run.model.src_embed[0].d_model
 steps = range(1, run.step + 1)
 fig, (left, right) = plt.subplots(1, 2, figsize=(7, 3), layout="constrained")
@@ -361,7 +361,7 @@ assert len(wrong) == round(len(english) * (1 - right))
 # position that writes the German piece on the left (its queries); each column is an English
 # piece of the input (its keys); a row sums to 1.
 
-# %% tags=["heatmap"]
+# %% tags=["heatmap"] alt="Two heatmaps of the last decoder layer's cross-attention, averaged over its heads: one for an unseen number ending in forty-something and one for four hundred and forty-one. Rows are the German pieces written, columns the English pieces read, each labelled with its piece."
 def cross_attention(model, tokenizer, text):
     """The last decoder layer's src_attn, mean over heads, and the pieces."""
     src = torch.tensor([tokenizer.encode(text) + [EOS]])
