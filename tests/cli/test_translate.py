@@ -74,7 +74,8 @@ def test_translate_text_and_stdin(run, capsys, monkeypatch):
     assert len(capsys.readouterr().out.splitlines()) == 2
     monkeypatch.setattr("sys.stdin", io.StringIO("one\n\nthree\nfour\n"))
     assert main(["translate", str(run), "--beam", "1"]) == 0
-    assert len(capsys.readouterr().out.splitlines()) == 3
+    lines = capsys.readouterr().out.split("\n")
+    assert len(lines) == 5 and lines[1] == "" and lines[4] == ""  # one line per input line
 
 
 def _error(capsys, argv):
