@@ -16,9 +16,8 @@ import os
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import torch
 from torch import nn
 
@@ -26,6 +25,9 @@ from .._checks import check_non_negative_int, check_positive_int
 from ..model.attention import MultiHeadedAttention
 from ..model.embeddings import PositionalEncoding
 from ..model.encoder_decoder import EncoderDecoder
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["export_onnx", "greedy_decode_onnx", "trim_positions"]
 
@@ -282,6 +284,8 @@ def greedy_decode_onnx(
         >>> ys.shape, bool((ys == greedy_decode(model, src, src != 0, 6, 1).numpy()).all())
         ((2, 6), True)
     """
+    import numpy as np  # optional dependency (the [onnx] extra brings it): only needed here
+
     src = np.asarray(src)
     if src.ndim != 2 or src.size == 0:
         raise ValueError(f"src must be a non-empty (batch, src_len) array, got shape {src.shape}")
