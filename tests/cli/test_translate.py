@@ -247,10 +247,13 @@ def test_device_and_amp_on_the_cpu(data, tmp_path, capsys):
 def test_help_documents_every_option(capsys):
     import re
 
+    from vanilla_transformer.cli import translate as cli
     from vanilla_transformer.cli.translate import PAPER_SMALL, TRAINING_DEFAULTS
+    from vanilla_transformer.training import translation
     from vanilla_transformer.training.translation import TRANSLATION_PRESETS, TranslationConfig
 
     assert TRAINING_DEFAULTS == TranslationConfig().to_dict()
+    assert cli.RUN_OPTIONS == translation.RUN_OPTIONS
     assert PAPER_SMALL == {k: v for k, v in TRANSLATION_PRESETS["paper-small"].items()
                            if k in PAPER_SMALL} and len(PAPER_SMALL) >= 5
     from vanilla_transformer.cli.translate import build_translate_parser

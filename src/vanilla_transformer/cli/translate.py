@@ -39,8 +39,9 @@ ACTIONS = ("numbers", "train", "eval", "export")
 # that they agree)
 TRAINING_DEFAULTS: dict[str, Any] = dict(
     vocab_size=250, max_tokens=1500, warmup=400, factor=1.0, smoothing=0.1, max_steps=1200,
-    max_minutes=None, save_every=100, average=5, eval_size=200, seed=0, log_every=10,
-    keep_best=False, best_metric="exact", patience=None)
+    max_minutes=None, save_every=100, average=5, eval_size=200, seed=0)
+RUN_OPTIONS: dict[str, Any] = dict(log_every=10, keep_best=False, best_metric="exact",
+                                   patience=None)
 TRAINING_HELP = dict(
     vocab_size="size of the shared byte-pair vocabulary",
     max_tokens="padded tokens per batch",
@@ -148,7 +149,7 @@ def _add_train(parser: argparse.ArgumentParser) -> None:
                        ("max_tokens", int), ("warmup", int), ("factor", float),
                        ("smoothing", float), ("save_every", int), ("average", int),
                        ("eval_size", int), ("seed", int), ("log_every", int)):
-        default = TRAINING_DEFAULTS[name]
+        default = {**TRAINING_DEFAULTS, **RUN_OPTIONS}[name]
         shown = "none" if default is None else default
         run.add_argument("--" + name.replace("_", "-"), type=kind, default=None,
                          help=f"{TRAINING_HELP[name]} (default {shown})")
@@ -353,7 +354,7 @@ def _train(args: argparse.Namespace) -> int:
         raise ValueError(f"--threads must be positive, got {args.threads}")
     train_pairs, valid_pairs = read_tsv(args.train), read_tsv(args.valid)
     fingerprint = {"path": str(Path(args.train).resolve()), **file_fingerprint(args.train)}
-    changes = {name: getattr(args, name) for name in TRAINING_DEFAULTS
+    changes = {name: getattr(args, name) for name in (*TRAINING_DEFAULTS, *RUN_OPTIONS)
                if getattr(args, name, None) is not None}
     torch.set_num_threads(args.threads)
     log = _print if args.no_progress else _tqdm_write

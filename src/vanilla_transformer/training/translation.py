@@ -77,6 +77,7 @@ __all__ = [
     "AMP_MODES",
     "auto_bleu_tokenize",
     "resolve_device",
+    "RUN_OPTIONS",
 ]
 
 
@@ -104,6 +105,30 @@ AMP_MODES = ("off", "bf16", "fp16")
 
 BEST_FILE = "best.pt"
 
+RUN_OPTIONS: dict[str, Any] = dict(log_every=10, keep_best=False, best_metric="exact",
+                                   patience=None)
+"""What a run records and keeps, beside the recipe (`TranslationConfig`), with their defaults:
+`log_every`, the steps between the lines of `metrics.jsonl` (loss, learning rate, speed);
+`keep_best`, make the final model the checkpoint with the best validation score instead of the
+average of the last ones; `best_metric`, the score `keep_best` and `patience` follow (one of
+`BEST_METRICS`); `patience`, stop after this many validations without a better score (`None`:
+never). Pass them in `train_translation(changes=...)`; a run saves them in `config.json`."""
+
+
+def _check_run_options(options: dict[str, Any], eval_size: int) -> dict[str, Any]:
+    check_positive_int("log_every", options["log_every"])
+    if not isinstance(options["keep_best"], bool):
+        raise TypeError(f"keep_best must be a bool, got {options['keep_best']!r}")
+    if options["best_metric"] not in BEST_METRICS:
+        raise ValueError(f"best_metric must be one of {BEST_METRICS}, got "
+                         f"{options['best_metric']!r}")
+    if options["patience"] is not None:
+        check_positive_int("patience", options["patience"])
+    if (options["keep_best"] or options["patience"] is not None) and eval_size == 0:
+        raise ValueError("keep_best and patience need validation scores: eval_size must be "
+                         "positive, got 0")
+    return options
+
 
 @dataclass(frozen=True)
 class TranslationConfig:
@@ -121,12 +146,6 @@ class TranslationConfig:
         average: how many of the last checkpoints are averaged into the final model.
         eval_size: validation sentences greedy-decoded at each checkpoint.
         seed: seeds the initial weights, the dropout and the batch order.
-        log_every: steps between the lines of `metrics.jsonl` (loss, learning rate, speed).
-        keep_best: make the final model the checkpoint with the best validation score
-            instead of the average of the last ones.
-        best_metric: the score `keep_best` and `patience` follow: `exact`, `bleu` or `chrf`.
-        patience: stop after this many validations without a better `best_metric` (`None`:
-            never).
 
     Raises:
         ValueError: for a value out of range. TypeError: for a value of the wrong type.
@@ -148,14 +167,9 @@ class TranslationConfig:
     average: int = 5
     eval_size: int = 200
     seed: int = 0
-    log_every: int = 10
-    keep_best: bool = False
-    best_metric: str = "exact"
-    patience: int | None = None
 
     def __post_init__(self) -> None:
-        for name in ("vocab_size", "max_tokens", "warmup", "max_steps", "save_every", "average",
-                     "log_every"):
+        for name in ("vocab_size", "max_tokens", "warmup", "max_steps", "save_every", "average"):
             check_positive_int(name, getattr(self, name))
         check_non_negative_int("eval_size", self.eval_size)
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
@@ -172,16 +186,6 @@ class TranslationConfig:
             isinstance(self.max_minutes, (int, float)) and self.max_minutes > 0
         ):
             raise ValueError(f"max_minutes must be a positive number, got {self.max_minutes!r}")
-        if not isinstance(self.keep_best, bool):
-            raise TypeError(f"keep_best must be a bool, got {self.keep_best!r}")
-        if self.best_metric not in BEST_METRICS:
-            raise ValueError(f"best_metric must be one of {BEST_METRICS}, got "
-                             f"{self.best_metric!r}")
-        if self.patience is not None:
-            check_positive_int("patience", self.patience)
-        if (self.keep_best or self.patience is not None) and self.eval_size == 0:
-            raise ValueError("keep_best and patience need validation scores: eval_size must be "
-                             "positive, got 0")
 
     def to_dict(self) -> dict[str, Any]:
         """The settings as a plain dict."""
@@ -549,8 +553,8 @@ def train_translation(
         model_options: `ModelConfig` fields that override the preset's (on resume, each must
             equal the run's).
         config: training settings (default `TranslationConfig()`).
-        changes: `TranslationConfig` fields to change (on resume: the saved settings are kept
-            otherwise; `vocab_size` cannot change).
+        changes: `TranslationConfig` fields and `RUN_OPTIONS` to change (on resume: the saved
+            settings are kept otherwise; `vocab_size` cannot change).
         resume: continue the run in `out`.
         overwrite: replace the run in `out` with a new one.
         new_data: on resume, accept training pairs that differ from the run's (their
@@ -596,8 +600,14 @@ def train_translation(
     _autocast(target, amp)  # checks amp
     config = TranslationConfig() if config is None else config
     changes = dict(changes or {})
+    unknown = set(changes) - {f.name for f in fields(TranslationConfig)} - set(RUN_OPTIONS)
+    if unknown:
+        raise ValueError(f"changes holds unknown settings {sorted(unknown)}; expected fields of "
+                         f"TranslationConfig or {sorted(RUN_OPTIONS)}")
+    options = {k: changes.pop(k) for k in list(changes) if k in RUN_OPTIONS}
     if not resume:
         config = TranslationConfig(**{**config.to_dict(), **changes})
+        _check_run_options({**RUN_OPTIONS, **options}, config.eval_size)
     fingerprint = dict(data_fingerprint or _pairs_fingerprint(train_pairs))
     path = Path(os.fspath(out))
     _check_folder(path, resume=resume, overwrite=overwrite)
@@ -613,7 +623,7 @@ def train_translation(
             (log or print)(f"removed {tmp}, a file left by an interrupted save")
         return _train_locked(
             train_pairs, valid_pairs, path, preset=preset, model_options=model_options or {},
-            config=config, changes=changes, resume=resume, overwrite=overwrite,
+            config=config, changes=changes, options=options, resume=resume, overwrite=overwrite,
             new_data=new_data, fingerprint=fingerprint, should_stop=should_stop,
             device=target, amp=amp, progress=progress, log=log or (lambda line: None))
 
@@ -627,6 +637,7 @@ def _train_locked(
     model_options: dict[str, Any],
     config: TranslationConfig,
     changes: dict[str, Any],
+    options: dict[str, Any],
     resume: bool,
     overwrite: bool,
     new_data: bool,
@@ -675,6 +686,7 @@ def _train_locked(
         if "max_minutes" not in changes and not (config and config.max_minutes):
             training["max_minutes"] = None  # a time limit is for one call
         config = TranslationConfig(**training)
+        options = {**RUN_OPTIONS, **(saved.get("options") or {}), **options}
         saved_data = saved.get("data")
         if isinstance(saved_data, dict) and (
             (saved_data.get("size"), saved_data.get("sha256"))
@@ -693,13 +705,15 @@ def _train_locked(
             _clear_run(folder)
             (folder / CHECKPOINTS).mkdir(exist_ok=True)
         preset = preset or DEFAULT_PRESET
-        options = {**TRANSLATION_PRESETS[preset], **model_options}
+        options = {**RUN_OPTIONS, **options}
+        sizes = {**TRANSLATION_PRESETS[preset], **model_options}
         tokenizer = train_tokenizer([s for pair in train_pairs for s in pair], config.vocab_size)
         vocab = tokenizer.vocab_size
-        model_config = ModelConfig(src_vocab=vocab, tgt_vocab=vocab, **options)
+        model_config = ModelConfig(src_vocab=vocab, tgt_vocab=vocab, **sizes)
+    settings = _check_run_options(options, config.eval_size)
     data_info = {k: fingerprint.get(k) for k in ("path", "size", "sha256") if k in fingerprint}
     run_config = {"preset": preset, "model": model_config.to_dict(),
-                  "training": config.to_dict(), "data": data_info}
+                  "training": config.to_dict(), "options": settings, "data": data_info}
 
     def ids(pairs: Sequence[tuple[str, str]]) -> list[tuple[list[int], list[int]]]:
         src = tokenizer.encode_batch([s for s, _ in pairs])
@@ -751,7 +765,7 @@ def _train_locked(
     scaler = torch.amp.GradScaler("cuda") if amp == "fp16" else None
     metrics = _metrics_writer(folder / METRICS_FILE, step if resume else None)
     bleu_tokenize = auto_bleu_tokenize([t for _, t in valid])
-    best_key = f"valid_{config.best_metric}"
+    best_key = f"valid_{settings['best_metric']}"
 
     def best_entry() -> dict[str, Any] | None:
         scored = [h for h in history if best_key in h]
@@ -776,11 +790,11 @@ def _train_locked(
                     scheduler=scheduler.state_dict(), rng={"torch": torch.get_rng_state()},
                     step=step, epoch=epoch, position=position, seconds=seconds,
                     losses=torch.tensor(losses, dtype=torch.float64), history=history)
-        if config.keep_best and best_key in entry and (
+        if settings["keep_best"] and best_key in entry and (
             best_before is None or entry[best_key] > best_before[best_key]
         ):
             save_checkpoint(folder / CHECKPOINTS / BEST_FILE, model, steps=step,
-                            score={config.best_metric: entry[best_key]})
+                            score={settings['best_metric']: entry[best_key]})
         for old in checkpoint_paths(folder)[: -config.average]:
             old.unlink()
         if valid:
@@ -792,10 +806,10 @@ def _train_locked(
 
     def patience_spent() -> bool:
         best = best_entry()
-        if config.patience is None or best is None:
+        if settings["patience"] is None or best is None:
             return False
         later = [h for h in history if h["step"] > best["step"] and best_key in h]
-        return len(later) >= config.patience
+        return len(later) >= settings["patience"]
 
     bar = None
     if progress and step < config.max_steps:
@@ -847,7 +861,7 @@ def _train_locked(
             seconds = time.perf_counter() - start
             window_tokens += int(batch.ntokens)
             window_losses.append(loss)
-            if step % config.log_every == 0:
+            if step % settings["log_every"] == 0:
                 now = time.perf_counter()
                 metrics({"step": step, "loss": sum(window_losses) / len(window_losses),
                          "lr": optimizer.param_groups[0]["lr"],
@@ -871,7 +885,7 @@ def _train_locked(
                 break
             if step % config.save_every == 0 and patience_spent():
                 best = best_entry()
-                log(f"no better validation {config.best_metric} in {config.patience} "
+                log(f"no better validation {settings['best_metric']} in {settings['patience']} "
                     f"validations: stopping at step {step} (best: step {best['step']})")
                 stopped = "patience"
                 break
@@ -882,7 +896,7 @@ def _train_locked(
     if not checkpoint_paths(folder):
         checkpoint()
     best_path = folder / CHECKPOINTS / BEST_FILE
-    if config.keep_best and best_path.is_file():
+    if settings["keep_best"] and best_path.is_file():
         best_model, meta = load_checkpoint(best_path)
         model.load_state_dict(best_model.state_dict())
         averaged = [int(meta["steps"])]
