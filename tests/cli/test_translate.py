@@ -230,13 +230,20 @@ def test_device_and_amp_on_the_cpu(data, tmp_path, capsys):
     assert main(["translate", "train", "--train", str(data / "train.tsv"), "--valid",
                  str(data / "valid.tsv"), "--out", str(out), "--max-steps", "2", "--device",
                  "cpu", "--amp", "bf16", *TINY]) == 0
-    assert main(["translate", str(out), "--device", "auto", "one"]) == 0
+    assert main(["translate", str(out), "--device", "auto", "--amp", "bf16", "one"]) == 0
+    assert main(["translate", "eval", str(out), "--data", str(data / "test.tsv"), "--device",
+                 "cpu", "--amp", "bf16", "--beam", "1"]) == 0
     capsys.readouterr()
+    assert main(["translate", str(out), "--device", "cuda", "one"]) == 2
+    assert "decoding runs on the CPU" in capsys.readouterr().err
     import torch
 
     if not torch.cuda.is_available():
-        assert main(["translate", str(out), "--device", "cuda", "one"]) == 2
+        assert main(["translate", "train", "--train", str(data / "train.tsv"), "--valid",
+                     str(data / "valid.tsv"), "--out", str(tmp_path / "gpu"), "--device",
+                     "cuda", *TINY]) == 2
         assert "no CUDA GPU" in capsys.readouterr().err
+        assert not (tmp_path / "gpu").exists()
     assert main(["translate", "train", "--train", str(data / "train.tsv"), "--valid",
                  str(data / "valid.tsv"), "--out", str(tmp_path / "fp16"), "--device", "cpu",
                  "--amp", "fp16", *TINY]) == 2

@@ -176,7 +176,11 @@ def _add_decoding(parser: argparse.ArgumentParser) -> None:
                         help="length penalty exponent (default %(default)s)")
     parser.add_argument("--checkpoint", choices=("averaged", "last"), default="averaged",
                         help="the averaged final model or the last checkpoint (default averaged)")
-    _add_device(parser)
+    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+                        help="where to decode: decoding runs on the CPU, so auto (default) "
+                             "is cpu and cuda is refused")
+    parser.add_argument("--amp", choices=("off", "bf16", "fp16"), default="off",
+                        help="mixed precision of decoding (default off); fp16 needs cuda")
 
 
 def build_translate_parser(action: str) -> argparse.ArgumentParser:
@@ -399,9 +403,13 @@ def _load(args: argparse.Namespace) -> tuple[Any, Any]:
 
     if args.beam <= 0:
         raise ValueError(f"--beam must be positive, got {args.beam}")
-    if args.amp != "off":
-        raise ValueError("--amp applies to training; decoding runs in float32")
-    return load_translator(args.run, args.checkpoint, device=args.device)
+    if args.device == "cuda":
+        # the decoders of inference/ build their tensors on the CPU
+        raise ValueError("--device cuda: decoding runs on the CPU; use --device cpu or auto")
+    if args.amp == "fp16":
+        raise ValueError("--amp fp16 needs a CUDA device, and decoding runs on the CPU; use "
+                         "bf16 or off")
+    return load_translator(args.run, args.checkpoint, device="cpu")
 
 
 def _eval(args: argparse.Namespace) -> int:
@@ -489,10 +497,9 @@ def _decode(model: Any, tokenizer: Any, texts: list[str], args: argparse.Namespa
     out = [""] * len(texts)
     if not kept:
         return out
-    device = next(model.parameters()).device
-    if device.type != "cpu":  # decoding builds its tensors on the CPU
-        model = model.cpu()
-    with torch.inference_mode():
+    from ..training.translation import amp_context
+
+    with torch.inference_mode(), amp_context(torch.device("cpu"), args.amp):
         done = translate(model, tokenizer, [texts[i].strip() for i in kept],
                          beam_size=args.beam, alpha=args.alpha)
     for i, text in zip(kept, done):

@@ -78,6 +78,7 @@ __all__ = [
     "auto_bleu_tokenize",
     "resolve_device",
     "RUN_OPTIONS",
+    "amp_context",
 ]
 
 
@@ -253,7 +254,17 @@ def resolve_device(device: str | torch.device) -> torch.device:
     return torch.device(device)
 
 
-def _autocast(device: torch.device, amp: str) -> contextlib.AbstractContextManager[Any]:
+def amp_context(device: torch.device, amp: str) -> contextlib.AbstractContextManager[Any]:
+    """The autocast context of a mixed-precision mode (`AMP_MODES`) on `device`.
+
+    Raises:
+        ValueError: for an unknown mode, or `fp16` off CUDA.
+
+    Examples:
+        >>> with amp_context(torch.device("cpu"), "bf16"):
+        ...     (torch.ones(2, 2) @ torch.ones(2, 2)).dtype
+        torch.bfloat16
+    """
     if amp not in AMP_MODES:
         raise ValueError(f"amp must be one of {AMP_MODES}, got {amp!r}")
     if amp == "off":
@@ -597,7 +608,7 @@ def train_translation(
         raise ValueError("resume and overwrite exclude each other: continue the run or "
                          "replace it")
     target = resolve_device(device)
-    _autocast(target, amp)  # checks amp
+    amp_context(target, amp)  # checks amp
     config = TranslationConfig() if config is None else config
     changes = dict(changes or {})
     unknown = set(changes) - {f.name for f in fields(TranslationConfig)} - set(RUN_OPTIONS)
@@ -611,6 +622,7 @@ def train_translation(
     fingerprint = dict(data_fingerprint or _pairs_fingerprint(train_pairs))
     path = Path(os.fspath(out))
     _check_folder(path, resume=resume, overwrite=overwrite)
+    created = not path.exists()
     try:
         (path / CHECKPOINTS).mkdir(parents=True, exist_ok=True)
     except OSError as error:
@@ -618,14 +630,21 @@ def train_translation(
                          f"{error.strerror or error}") from None
     if not os.access(path, os.W_OK) or not os.access(path / CHECKPOINTS, os.W_OK):
         raise ValueError(f"output folder {str(path)!r} is not writable")
-    with RunLock(path):
-        for tmp in remove_stale_temporaries(path):
-            (log or print)(f"removed {tmp}, a file left by an interrupted save")
-        return _train_locked(
-            train_pairs, valid_pairs, path, preset=preset, model_options=model_options or {},
-            config=config, changes=changes, options=options, resume=resume, overwrite=overwrite,
-            new_data=new_data, fingerprint=fingerprint, should_stop=should_stop,
-            device=target, amp=amp, progress=progress, log=log or (lambda line: None))
+    try:
+        with RunLock(path):
+            for tmp in remove_stale_temporaries(path):
+                (log or print)(f"removed {tmp}, a file left by an interrupted save")
+            return _train_locked(
+                train_pairs, valid_pairs, path, preset=preset,
+                model_options=model_options or {}, config=config, changes=changes,
+                options=options, resume=resume, overwrite=overwrite, new_data=new_data,
+                fingerprint=fingerprint, should_stop=should_stop, device=target, amp=amp, progress=progress, log=log or (lambda line: None))
+    except ValueError:
+        untouched = [p.name for p in path.iterdir()] == [CHECKPOINTS] and not any(
+            (path / CHECKPOINTS).iterdir())
+        if created and untouched:  # refused before any work: leave no empty folder behind
+            shutil.rmtree(path)
+        raise
 
 
 def _train_locked(
@@ -822,7 +841,7 @@ def _train_locked(
     order = epoch_order(len(batches), config.seed, epoch)
     stopped = ""
     window_start, window_tokens, window_losses = time.perf_counter(), 0, []
-    autocast = _autocast(device, amp)
+    autocast = amp_context(device, amp)
     try:
         while step < config.max_steps:
             if position == len(batches):
@@ -843,8 +862,8 @@ def _train_locked(
                 what = f"the loss is {loss}" if not math.isfinite(loss) else (
                     "a gradient is not finite")
                 last = checkpoint_paths(folder)
-                kept_text = (f"; {folder / CHECKPOINTS} keeps step {last[-1].stem.split('-')[1].lstrip('0') or 0}"
-                             if last else "")
+                kept_text = (f"; {folder / CHECKPOINTS} keeps step "
+                             f"{int(last[-1].stem.split('-')[1])}" if last else "")
                 raise TrainingDiverged(
                     f"training diverged at step {step + 1}: {what}; no update was made from "
                     f"it and nothing was saved{kept_text}; lower the learning rate (--factor) "
