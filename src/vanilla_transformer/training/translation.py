@@ -814,6 +814,11 @@ def _train_locked(
         ):
             save_checkpoint(folder / CHECKPOINTS / BEST_FILE, model, steps=step,
                             score={settings['best_metric']: entry[best_key]})
+        for old in checkpoint_paths(folder)[:-1]:
+            # a stop between saves (an interrupt, a time limit) wrote an extra checkpoint;
+            # once training has gone past it, it would skew the average: drop it
+            if int(old.stem.split("-")[1]) % config.save_every:
+                old.unlink()
         for old in checkpoint_paths(folder)[: -config.average]:
             old.unlink()
         if valid:
