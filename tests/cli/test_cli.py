@@ -116,3 +116,27 @@ def test_python_dash_m_runs_the_command_line():
     data = json.loads(result.stdout)
     assert data["parameters"]["total"] == parameter_count(
         PRESET_VOCAB, PRESET_VOCAB, **PRESETS["base"]).total
+
+
+def test_the_core_needs_torch_alone():
+    import tomllib
+    from pathlib import Path
+
+    pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    project = pyproject["project"]
+    assert [d.split(">")[0] for d in project["dependencies"]] == ["torch", "tqdm"]
+    extras = project["optional-dependencies"]
+    assert {"tokenizers", "sacrebleu", "num2words"} <= {
+        d.split(">")[0] for d in extras["translate"]}
+    for needs_all in ("test", "docs"):
+        assert "vanilla-transformer[translate,onnx]" in extras[needs_all]
+    assert (Path(__file__).parents[2] / "src" / "vanilla_transformer" / "py.typed").is_file()
+
+
+def test_a_missing_optional_package_names_its_extra(monkeypatch, capsys, tmp_path):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "num2words", None)
+    assert main(["translate", "numbers", "--out", str(tmp_path)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("pip install 'vanilla-transformer[translate]'") and "\n" not in err

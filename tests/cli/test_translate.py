@@ -11,7 +11,7 @@ from vanilla_transformer.data.numbers import read_tsv
 
 TINY = ["-N", "1", "--d-model", "16", "--d-ff", "32", "--h", "2", "--vocab-size", "60",
         "--max-tokens", "150", "--warmup", "5", "--save-every", "3", "--average", "2",
-        "--eval-size", "3", "--no-progress"]
+        "--eval-size", "3", "--log-every", "2", "--no-progress"]
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +74,8 @@ def test_translate_text_and_stdin(run, capsys, monkeypatch):
     assert len(capsys.readouterr().out.splitlines()) == 2
     monkeypatch.setattr("sys.stdin", io.StringIO("one\n\nthree\nfour\n"))
     assert main(["translate", str(run), "--beam", "1"]) == 0
-    assert len(capsys.readouterr().out.splitlines()) == 3
+    lines = capsys.readouterr().out.split("\n")
+    assert len(lines) == 5 and lines[1] == "" and lines[4] == ""  # one line per input line
 
 
 def _error(capsys, argv):
@@ -142,3 +143,147 @@ def test_export_writes_graphs_that_translate_like_the_run(data, run, tmp_path, c
         ys = greedy_decode_onnx(tmp_path / "encoder.onnx", tmp_path / "decoder.onnx", ids,
                                 None, ids.shape[1] + 51, BOS, end_symbol=EOS)
         assert again.decode(ys[0].tolist()) == want
+
+
+def test_translate_a_file_line_by_line(run, tmp_path, capsys):
+    source = tmp_path / "in.txt"
+    source.write_bytes("one\r\n\ntwo hundred\u2028three\nQ€\n".encode())
+    out = tmp_path / "out.txt"
+    assert main(["translate", str(run), "--input", str(source), "--output", str(out),
+                 "--beam", "1"]) == 0
+    lines = out.read_text(encoding="utf-8").split("\n")
+    assert len(lines) == 5 and lines[1] == "" and lines[4] == ""  # 4 input lines, 4 outputs
+    err = capsys.readouterr().err
+    assert "line 4: characters outside the vocabulary" in err and "€" in err
+
+
+def test_stdin_is_translated_as_it_arrives(run):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    child = subprocess.Popen(
+        [sys.executable, "-m", "vanilla_transformer", "translate", str(run), "--beam", "1"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+    child.stdin.write("one\n")
+    child.stdin.flush()
+    first = child.stdout.readline()  # answered before the input ends
+    child.stdin.write("\ntwo\n")
+    child.stdin.close()
+    rest = child.stdout.read().split("\n")
+    assert child.wait() == 0 and first.endswith("\n")
+    assert rest[0] == "" and len(rest) == 3
+
+
+def test_eval_writes_hypotheses_json_and_the_signature(data, run, tmp_path, capsys):
+    import json
+
+    hyps, results = tmp_path / "hyps.txt", tmp_path / "results.json"
+    assert main(["translate", "eval", str(run), "--data", str(data / "test.tsv"), "--beam", "1",
+                 "--output", str(hyps), "--json", str(results)]) == 0
+    out = capsys.readouterr().out
+    assert "nrefs:1|case:mixed|eff:no|tok:char|smooth:exp|version:" in out
+    assert len(hyps.read_text(encoding="utf-8").splitlines()) == 5
+    data_ = json.loads(results.read_text())
+    assert data_["sentences"] == 5 and data_["signatures"]["bleu"].startswith("nrefs:1")
+    assert f"BLEU {data_['bleu']:.2f}" in out
+
+
+def test_metrics_log_steps_and_validations(run):
+    import json
+
+    lines = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    steps = [m for m in lines if "lr" in m]
+    checks = [m for m in lines if "valid_exact" in m]
+    assert steps and {"step", "loss", "lr", "tokens_per_s"} <= set(steps[0])
+    assert {"valid_bleu", "valid_chrf"} <= set(checks[0])
+    assert [m["step"] for m in checks][:2] == [3, 6]
+
+
+def test_keep_best_and_patience(data, tmp_path, capsys, monkeypatch):
+    from vanilla_transformer.training import translation
+
+    scores = iter([50.0, 80.0, 60.0, 70.0, 90.0])
+    real = translation.score_translations
+
+    def scripted(hyps, refs, **kw):
+        return real(hyps, refs, **kw).__class__(0.0, 0.0, next(scores), len(hyps))
+
+    monkeypatch.setattr(translation, "score_translations", scripted)
+    out = tmp_path / "best"
+    assert main(["translate", "train", "--train", str(data / "train.tsv"), "--valid",
+                 str(data / "valid.tsv"), "--out", str(out), "--max-steps", "30", *TINY[:-11],
+                 "--save-every", "2", "--eval-size", "2", "--average", "5", "--keep-best",
+                 "--patience", "2", "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert "stopping at step 8 (best: step 4)" in printed
+    assert "the best checkpoint, of step 4" in printed
+    from vanilla_transformer.training.checkpoints import load_checkpoint
+
+    _, meta = load_checkpoint(out / "model.pt")
+    assert meta["averaged"] == [4]
+
+
+def test_device_and_amp_on_the_cpu(data, tmp_path, capsys):
+    out = tmp_path / "bf16"
+    assert main(["translate", "train", "--train", str(data / "train.tsv"), "--valid",
+                 str(data / "valid.tsv"), "--out", str(out), "--max-steps", "2", "--device",
+                 "cpu", "--amp", "bf16", *TINY]) == 0
+    assert main(["translate", str(out), "--device", "auto", "--amp", "bf16", "one"]) == 0
+    assert main(["translate", "eval", str(out), "--data", str(data / "test.tsv"), "--device",
+                 "cpu", "--amp", "bf16", "--beam", "1"]) == 0
+    capsys.readouterr()
+    assert main(["translate", str(out), "--device", "cuda", "one"]) == 2
+    assert "decoding runs on the CPU" in capsys.readouterr().err
+    import torch
+
+    if not torch.cuda.is_available():
+        assert main(["translate", "train", "--train", str(data / "train.tsv"), "--valid",
+                     str(data / "valid.tsv"), "--out", str(tmp_path / "gpu"), "--device",
+                     "cuda", *TINY]) == 2
+        assert "no CUDA GPU" in capsys.readouterr().err
+        assert not (tmp_path / "gpu").exists()
+    assert main(["translate", "train", "--train", str(data / "train.tsv"), "--valid",
+                 str(data / "valid.tsv"), "--out", str(tmp_path / "fp16"), "--device", "cpu",
+                 "--amp", "fp16", *TINY]) == 2
+    assert "fp16' needs a CUDA device" in capsys.readouterr().err
+    assert not (tmp_path / "fp16").exists()
+
+
+def test_help_documents_every_option(capsys):
+    import re
+
+    from vanilla_transformer.cli import translate as cli
+    from vanilla_transformer.cli.translate import PAPER_SMALL, TRAINING_DEFAULTS
+    from vanilla_transformer.training import translation
+    from vanilla_transformer.training.translation import TRANSLATION_PRESETS, TranslationConfig
+
+    assert TRAINING_DEFAULTS == TranslationConfig().to_dict()
+    assert cli.RUN_OPTIONS == translation.RUN_OPTIONS
+    assert PAPER_SMALL == {k: v for k, v in TRANSLATION_PRESETS["paper-small"].items()
+                           if k in PAPER_SMALL} and len(PAPER_SMALL) >= 5
+    from vanilla_transformer.cli.translate import build_translate_parser
+
+    for action in ("train", "eval", "export", "numbers", "run"):
+        for option in build_translate_parser(action)._actions:
+            assert option.help and len(option.help.split()) >= 3, (action, option.dest)
+        assert main(["translate", action if action != "run" else "RUN", "--help"]) == 0
+        assert "%%" not in capsys.readouterr().out
+    assert main(["translate", "train", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "(default: 64)" in text and "(default: 256)" in text
+    assert main(["copy-task", "--help"]) == 0
+    assert "%%" not in capsys.readouterr().out
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.startswith("vanilla-transformer ")
+
+
+def test_export_trims_the_positional_table(run, tmp_path, capsys):
+    out = tmp_path / "small"
+    assert main(["translate", "export", str(run), "--out", str(out), "--max-len", "64"]) == 0
+    small = (out / "encoder.onnx").stat().st_size
+    assert main(["translate", "export", str(run), "--out", str(tmp_path / "full")]) == 0
+    assert small < (tmp_path / "full" / "encoder.onnx").stat().st_size
+    assert main(["translate", "export", str(run), "--out", str(tmp_path / "x"),
+                 "--max-len", "999999"]) == 2

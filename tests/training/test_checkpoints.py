@@ -140,3 +140,34 @@ def test_weights_that_do_not_fit_the_config_are_a_value_error(tmp_path):
 def test_a_missing_folder_fails_before_writing(tmp_path):
     with pytest.raises(FileNotFoundError, match="does not exist"):
         save_checkpoint(tmp_path / "missing" / "m.pt", tiny_model())
+
+
+def test_the_sinusoid_table_is_recomputed_not_saved(tmp_path):
+    model = make_model(V, V, N=1, d_model=16, d_ff=32, h=2, max_len=5000)
+    save_checkpoint(tmp_path / "m.pt", model)
+    saved = torch.load(tmp_path / "m.pt", weights_only=True)["state_dict"]
+    assert not any(name.endswith(".pe") for name in saved)
+    again, _ = load_checkpoint(tmp_path / "m.pt")
+    for name, tensor in model.state_dict().items():  # the table too, recomputed
+        assert torch.equal(again.state_dict()[name], tensor), name
+    torch.save({"state_dict": model.state_dict()}, tmp_path / "with-table.pt")
+    assert (tmp_path / "m.pt").stat().st_size < (tmp_path / "with-table.pt").stat().st_size / 2
+
+
+def test_a_config_larger_than_its_weights_fails_before_building(tmp_path):
+    import time
+
+    save_checkpoint(tmp_path / "m.pt", tiny_model())
+    data = torch.load(tmp_path / "m.pt", weights_only=True)
+    data["config"]["N"] = 10_000
+    torch.save(data, tmp_path / "m.pt")
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match="N=10000 but the weights hold 1 encoder layers"):
+        load_checkpoint(tmp_path / "m.pt")
+    assert time.perf_counter() - start < 2
+
+
+def test_a_checkpoint_with_code_keeps_torchs_warning(tmp_path):
+    torch.save({"call": print}, tmp_path / "evil.pt")
+    with pytest.raises(ValueError, match="arbitrary code execution"):
+        load_checkpoint(tmp_path / "evil.pt")

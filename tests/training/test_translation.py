@@ -73,8 +73,10 @@ def test_final_model_is_the_average_of_the_last_checkpoints(corpus, tmp_path):
     assert run.averaged == [10, 15] and len(paths) == 2
     a, b = (load_train_state(p)["model"] for p in paths)
     averaged, _ = load_translator(tmp_path)
+    assert not any(name.endswith(".pe") for name in a)  # the sinusoids are recomputed
     for name, tensor in averaged.state_dict().items():
-        assert torch.allclose(tensor, (a[name] + b[name]) / 2, atol=1e-7), name
+        if name in a:
+            assert torch.allclose(tensor, (a[name] + b[name]) / 2, atol=1e-7), name
     last, _ = load_translator(tmp_path, "last")
     assert torch.equal(last.state_dict()["generator.proj.weight"], b["generator.proj.weight"])
 
@@ -110,3 +112,21 @@ def test_bad_input_is_refused_before_training(corpus, tmp_path):
         TranslationConfig(max_minutes=0)
     with pytest.raises(ValueError, match="not a trained model"):
         load_translator(tmp_path)
+
+
+def test_a_checkpoint_between_saves_leaves_the_average_once_training_goes_on(corpus, tmp_path):
+    calls = []
+
+    def stop_at_step_7():
+        calls.append(1)
+        return len(calls) == 7
+
+    first = train_translation(corpus["train"], corpus["valid"], tmp_path, model_options=TINY,
+                              config=_config(max_steps=20), should_stop=stop_at_step_7,
+                              progress=False)
+    assert first.stopped == "interrupted" and first.step == 7 and first.averaged == [5, 7]
+    again = train_translation(corpus["train"], corpus["valid"], tmp_path, model_options=TINY,
+                              config=_config(max_steps=20), resume=True, progress=False)
+    assert again.averaged == [10, 15, 20]
+    assert [p.name for p in checkpoint_paths(tmp_path)] == [
+        "step-0000010.pt", "step-0000015.pt", "step-0000020.pt"]

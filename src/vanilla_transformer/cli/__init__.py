@@ -4,8 +4,9 @@ Subcommands: `params`, the parameter, FLOP and memory calculator of
 [`analysis`][vanilla_transformer.analysis], and `copy-task`
 ([`cli.copy_task`][vanilla_transformer.cli.copy_task]). Each module exposes
 `register(subparsers)`, called in [`build_parser`][vanilla_transformer.cli.build_parser]; the
-model's options come from [`cli.options`][vanilla_transformer.cli.options]. A rejected argument
-prints one line on stderr and exits with status 2.
+model's options come from [`cli.options`][vanilla_transformer.cli.options]. Every failure is one
+line on stderr and an exit status: 2 for a rejected argument or bad input, 1 when the work
+fails (a runtime error, a disk error, a missing optional package), 130 when interrupted.
 
 Explained on the *Parameter calculator* guide page.
 """
@@ -24,7 +25,7 @@ from ..analysis.memory import memory_estimate_for
 from ..analysis.parameters import parameter_count_for
 from ..model.config import PRESETS, ModelConfig
 from . import copy_task, translate
-from .options import OneLineParser, add_config_arguments, config_values
+from .options import CommandFailed, OneLineParser, add_config_arguments, config_values
 
 __all__ = [
     "PROG",
@@ -59,6 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG,
         description="The original encoder-decoder Transformer: tools on the command line.",
     )
+    parser.add_argument("--version", action="version", version=f"{PROG} {_version()}",
+                        help="print the version and exit")
     subparsers = parser.add_subparsers(
         dest="command", required=True, metavar="COMMAND", parser_class=OneLineParser
     )
@@ -69,6 +72,20 @@ def build_parser() -> argparse.ArgumentParser:
     translate.register(subparsers)  # translate
     # ---- end of subcommand registrations ----
     return parser
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("vanilla-transformer")
+    except PackageNotFoundError:  # run from a source tree
+        return "unknown"
+
+
+EXTRAS = {"tokenizers": "translate", "sacrebleu": "translate", "num2words": "translate",
+          "onnx": "onnx", "onnxruntime": "onnx", "onnxscript": "onnx"}
+"""The extra that installs each optional package (`pip install 'vanilla-transformer[EXTRA]'`)."""
 
 
 def register(subparsers: Any) -> None:
@@ -212,7 +229,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv: the arguments, without the program name.
 
     Returns:
-        The exit status: 0 on success, 2 for a bad argument (one line on stderr).
+        The exit status: 0 on success, 2 for a bad argument or input, 1 when the work fails,
+        130 when interrupted; every failure is one line on stderr.
 
     Examples:
         >>> main(["params", "--src-vocab", "11", "--tgt-vocab", "11", "-N", "2"])
@@ -229,12 +247,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exit_:  # --help, or an argparse error already printed
         return exit_.code if isinstance(exit_.code, int) else 1
+    def fail(message: object, status: int) -> int:
+        text = " ".join(str(message).split())
+        print(f"{PROG} {args.command}: error: {text}", file=sys.stderr, flush=True)
+        return status
+
     try:
         return args.handler(args)
+    except CommandFailed as error:
+        return fail(error, error.status)
     except (ValueError, TypeError) as error:
-        message = " ".join(str(error).split())
-        print(f"{PROG} {args.command}: error: {message}", file=sys.stderr)
-        return 2
+        return fail(error, 2)
     except BrokenPipeError:  # the reader went away, e.g. `... | head`: not an error
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keep Python's exit flush quiet
         return 0
+    except KeyboardInterrupt:
+        return fail("interrupted", 130)
+    except ModuleNotFoundError as error:
+        extra = EXTRAS.get((error.name or "").split(".")[0])
+        if extra is None:
+            return fail(f"{type(error).__name__}: {error}", 1)
+        return fail(f"this needs the optional package {error.name!r}: pip install "
+                    f"'vanilla-transformer[{extra}]'", 1)
+    except OSError as error:  # a full disk, a permission denied
+        where = f" ({error.filename})" if error.filename else ""
+        return fail(f"{error.strerror or error}{where}", 1)
+    except MemoryError:
+        return fail("out of memory", 1)
+    except Exception as error:  # a failure of the work itself: one line, not a traceback
+        return fail(f"{type(error).__name__}: {error}", 1)

@@ -127,7 +127,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         description=(
             "Train a small Transformer on the copy task (random sequences, start symbol 1, "
             "padding 0), report the loss, and greedy-decode held-out sequences drawn with "
-            "another seed. Prints 'exact match: X%%' at the end."
+            "another seed. Prints 'exact match: X%' at the end."
         ),
     )
     _add_arguments(parser)

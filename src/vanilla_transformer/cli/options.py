@@ -21,7 +21,7 @@ from typing import Any, NoReturn
 from ..model.config import ModelConfig
 from ..model.layers import LAYER_NORMS
 
-__all__ = ["OneLineParser", "add_config_arguments", "config_values"]
+__all__ = ["OneLineParser", "CommandFailed", "add_config_arguments", "config_values"]
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -29,6 +29,20 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+class CommandFailed(Exception):
+    """A command's work failed (not its input): `main` prints the message as one line on
+    stderr and exits with `status` (1 unless told).
+
+    Examples:
+        >>> CommandFailed("training diverged at step 7", 1).status
+        1
+    """
+
+    def __init__(self, message: str, status: int = 1) -> None:
+        super().__init__(message)
+        self.status = status
 
 _TYPES = {"int": int, "float": float, "float | None": float, "str": str}
 _CHOICES = {"layer_norm": LAYER_NORMS}
@@ -48,6 +62,7 @@ def add_config_arguments(
     defaults: Mapping[str, Any] | ModelConfig | None = None,
     *,
     exclude: Collection[str] = (),
+    shown: Mapping[str, Any] | None = None,
 ) -> None:
     """Add one option per field of `ModelConfig` to `parser`.
 
@@ -63,6 +78,8 @@ def add_config_arguments(
             of field names). With `None`, every option defaults to `None` ("not given") and
             the help shows `make_model`'s default.
         exclude: fields to leave out (e.g. the vocabularies, where the task sets them).
+        shown: the defaults the help shows when they differ from the options' values (e.g. a
+            preset's sizes, applied later, while the options default to `None`).
 
     Examples:
         >>> import argparse
@@ -79,10 +96,12 @@ def add_config_arguments(
         if f.name in exclude:
             continue
         default = values.get(f.name)
-        shown = f.default if defaults is None else default
+        value_shown = f.default if defaults is None else default
+        if shown is not None and f.name in shown:
+            value_shown = shown[f.name]
         text = helps.get(f.name, f.name)
-        if shown is not dataclasses.MISSING:
-            text += f" (default: {shown})"
+        if value_shown is not dataclasses.MISSING:
+            text += f" (default: {value_shown})"
         kwargs: dict[str, Any] = dict(dest=f.name, default=default)
         if f.type in ("bool", "bool | None"):
             kwargs["action"] = argparse.BooleanOptionalAction

@@ -18,6 +18,7 @@ import torch
 
 from .._checks import check_non_negative_int, check_positive_int
 from .._io import atomic_write
+from .tokenizer import SPECIAL_TOKENS
 
 __all__ = [
     "LANGUAGES",
@@ -203,6 +204,10 @@ def write_tsv(path: str | os.PathLike[str], pairs: Sequence[tuple[str, str]]) ->
 def read_tsv(path: str | os.PathLike[str]) -> list[tuple[str, str]]:
     """Read a parallel corpus: UTF-8, one `source<TAB>target` pair a line.
 
+    The file is read as a stream, so a bad line is reported as soon as it is reached, however
+    large the file. Lines end at `\\n` or `\\r\\n` only (other Unicode line separators, such as
+    U+2028, are text); a UTF-8 byte-order mark at the start is dropped; blank lines are skipped.
+
     Args:
         path: the file.
 
@@ -211,7 +216,8 @@ def read_tsv(path: str | os.PathLike[str]) -> list[tuple[str, str]]:
 
     Raises:
         ValueError: if the file is missing, unreadable, not UTF-8 or empty, or a line does not
-            hold exactly one tab or has an empty side; the message names the file and line.
+            hold exactly one tab, has an empty side, or holds a special token (`<s>`, `</s>`,
+            `<pad>`, `<unk>`); the message names the file and line.
 
     Examples:
         >>> import tempfile, os
@@ -225,27 +231,46 @@ def read_tsv(path: str | os.PathLike[str]) -> list[tuple[str, str]]:
     """
     name = os.fspath(path)
     try:
-        text = Path(name).read_text(encoding="utf-8")
+        file = open(name, "rb")  # noqa: SIM115 - closed below; binary, so only b"\n" ends a line
     except FileNotFoundError:
         raise ValueError(f"{name}: no such file") from None
     except IsADirectoryError:
         raise ValueError(f"{name}: is a folder, not a file") from None
-    except UnicodeDecodeError:
-        raise ValueError(f"{name}: not UTF-8 text") from None
     except OSError as error:
         raise ValueError(f"{name}: cannot read it ({error.strerror or error})") from None
     pairs = []
-    for i, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        tabs = line.count("\t")
-        if tabs != 1:
-            raise ValueError(f"{name} line {i}: expected exactly one tab (source<TAB>target), "
-                             f"found {tabs}")
-        src, tgt = (s.strip() for s in line.split("\t"))
-        if not src or not tgt:
-            raise ValueError(f"{name} line {i}: empty {'source' if not src else 'target'}")
-        pairs.append((src, tgt))
+    with file:
+        try:
+            for i, raw in enumerate(file, 1):
+                pair = _parse_tsv_line(name, i, raw)
+                if pair is not None:
+                    pairs.append(pair)
+        except OSError as error:
+            raise ValueError(f"{name}: cannot read it ({error.strerror or error})") from None
     if not pairs:
         raise ValueError(f"{name}: empty file, no source<TAB>target lines")
     return pairs
+
+
+def _parse_tsv_line(name: str, i: int, raw: bytes) -> tuple[str, str] | None:
+    """The pair on line `i` of a TSV file, or `None` for a blank line."""
+    if i == 1 and raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    try:
+        line = raw.decode("utf-8").removesuffix("\n").removesuffix("\r")
+    except UnicodeDecodeError:
+        raise ValueError(f"{name} line {i}: not UTF-8 text") from None
+    if not line.strip():
+        return None
+    tabs = line.count("\t")
+    if tabs != 1:
+        raise ValueError(f"{name} line {i}: expected exactly one tab (source<TAB>target), "
+                         f"found {tabs}")
+    src, tgt = (s.strip() for s in line.split("\t"))
+    if not src or not tgt:
+        raise ValueError(f"{name} line {i}: empty {'source' if not src else 'target'}")
+    for token in SPECIAL_TOKENS:
+        if token in line:
+            raise ValueError(f"{name} line {i}: holds the special token {token!r}, which the "
+                             "tokenizer reserves; remove it from the text")
+    return src, tgt

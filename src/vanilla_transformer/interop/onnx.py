@@ -17,9 +17,8 @@ import os
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import torch
 from torch import nn
 
@@ -28,7 +27,10 @@ from ..model.attention import MultiHeadedAttention
 from ..model.embeddings import PositionalEncoding
 from ..model.encoder_decoder import EncoderDecoder
 
-__all__ = ["export_onnx", "greedy_decode_onnx"]
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["export_onnx", "greedy_decode_onnx", "trim_positions"]
 
 ENCODER_INPUTS = ("src", "src_mask")
 ENCODER_OUTPUTS = ("memory",)
@@ -326,6 +328,8 @@ def greedy_decode_onnx(
         >>> ys.shape, bool((ys == greedy_decode(model, src, src != 0, 6, 1).numpy()).all())
         ((2, 6), True)
     """
+    import numpy as np  # optional dependency (the [onnx] extra brings it): only needed here
+
     src = np.asarray(src)
     if src.ndim != 2 or src.size == 0:
         raise ValueError(f"src must be a non-empty (batch, src_len) array, got shape {src.shape}")
@@ -364,3 +368,39 @@ def greedy_decode_onnx(
         if end_symbol is not None and done.all():
             break
     return ys
+
+
+def trim_positions(model: EncoderDecoder, max_len: int) -> EncoderDecoder:
+    """A copy of `model` whose positional table holds only `max_len` positions.
+
+    The sinusoids are recomputed, so nothing is lost but the positions beyond `max_len`; an
+    exported graph that needs no more is that much smaller.
+
+    Args:
+        model: a model built by `make_model` (it has a `config`).
+        max_len: the longest sequence the copy accepts, at most the model's.
+
+    Returns:
+        The new model, in eval mode, with the same weights.
+
+    Raises:
+        ValueError: if `max_len` is not positive or exceeds the model's table.
+
+    Examples:
+        >>> model = make_model(7, 7, N=1, d_model=16, d_ff=32, h=2)
+        >>> trim_positions(model, 64).src_embed[1].pe.shape
+        torch.Size([1, 64, 16])
+    """
+    from ..model.encoder_decoder import make_model_from_config
+
+    check_positive_int("max_len", max_len)
+    config = getattr(model, "config", None)
+    if config is None:
+        raise ValueError("model has no config; build it with make_model")
+    if max_len > config.max_len:
+        raise ValueError(f"max_len={max_len} exceeds the model's positional table of "
+                         f"{config.max_len} positions")
+    trimmed = make_model_from_config(config.replace(max_len=max_len))
+    weights = {k: v for k, v in model.state_dict().items() if not k.endswith(".pe")}
+    trimmed.load_state_dict(weights, strict=False)  # only the recomputed tables are missing
+    return trimmed.eval()

@@ -18,11 +18,33 @@ from torch import nn
 
 from .._checks import check_choice, check_positive_int
 
-__all__ = ['MODES', 'TrainState', 'run_epoch']
+__all__ = ['MODES', 'TrainState', 'TrainingDiverged', 'gradients_are_finite', 'run_epoch']
 
 MODES = ("train", "train+log", "eval")
 """The values accepted by `run_epoch(mode=...)`; `"train+log"` is an alias of `"train"` kept
 for code written against the Annotated Transformer."""
+
+
+class TrainingDiverged(ValueError):
+    """A loss or a gradient became NaN or infinite: training stops before that update.
+
+    A `ValueError`, so code that caught the loop's earlier error still catches it; the
+    command line tells it apart (a runtime failure, exit status 1, not bad input).
+    """
+
+
+def gradients_are_finite(parameters: Iterable[torch.Tensor]) -> bool:
+    """Whether every gradient of `parameters` is finite (one host sync for them all).
+
+    Examples:
+        >>> w = torch.ones(2, requires_grad=True)
+        >>> (w * float("inf")).sum().backward()
+        >>> gradients_are_finite([w])
+        False
+    """
+    norms = [torch.linalg.vector_norm(p.grad.detach(), dtype=torch.float32)
+             for p in parameters if p.grad is not None]
+    return not norms or bool(torch.isfinite(torch.stack(norms).sum()))
 
 
 @dataclass
@@ -160,7 +182,7 @@ def run_epoch(
                         where = (f"training step {state.step + 1}, optimizer step "
                                  f"{state.accum_step + 1}; no update was made from it"
                                  if training else "evaluation")
-                        raise ValueError(
+                        raise TrainingDiverged(
                             f"the loss is {loss_value} at batch {seen} of this pass ({where}): "
                             "training has diverged or the batch is bad; lower the learning rate "
                             "(e.g. a smaller factor) or check the data"

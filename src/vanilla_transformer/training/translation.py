@@ -8,18 +8,23 @@ $$\theta_{avg} = \frac{1}{k} \sum_{i=1}^{k} \theta_{(i)}$$
 
 Every checkpoint holds the model, the optimizer, the schedule, the random state and the
 position in the data, and is written atomically, so a resumed run continues exactly where the
-uninterrupted one would be.
+uninterrupted one would be. The run folder has one writer at a time and is never replaced
+unless asked ([`run_folder`][vanilla_transformer.training.run_folder]); a loss or gradient that
+is not finite stops the run before it reaches a file.
 
 Explained on the [Training a real translator][translator-guide] page.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import math
 import os
+import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -34,8 +39,26 @@ from ..data.tokenizer import BOS, EOS, PAD, SharedTokenizer, train_tokenizer
 from ..inference.evaluate import score_translations, translate_sentences
 from ..model.config import PAPER_OPTIONS, PRESETS, ModelConfig
 from ..model.encoder_decoder import make_model_from_config
-from .checkpoints import load_checkpoint, save_checkpoint
+from .checkpoints import (
+    check_weights_fit_config,
+    load_checkpoint,
+    load_model_state,
+    model_state,
+    save_checkpoint,
+)
+from .loop import TrainingDiverged, gradients_are_finite
 from .loss import LabelSmoothing, SimpleLossCompute
+from .run_folder import (
+    CHECKPOINTS,
+    CONFIG_FILE,
+    LOCK_FILE,
+    METRICS_FILE,
+    MODEL_FILE,
+    TOKENIZER_FILE,
+    RunLock,
+    is_run_folder,
+    remove_stale_temporaries,
+)
 from .schedule import make_optimizer
 
 __all__ = [
@@ -49,6 +72,13 @@ __all__ = [
     "load_train_state",
     "average_checkpoints",
     "load_translator",
+    "BEST_METRICS",
+    "DEVICES",
+    "AMP_MODES",
+    "auto_bleu_tokenize",
+    "resolve_device",
+    "RUN_OPTIONS",
+    "amp_context",
 ]
 
 
@@ -65,8 +95,40 @@ DEFAULT_PRESET = "paper-small"
 TRAIN_STATE_FORMAT = "vanilla-transformer-train-state"
 """The `format` field of the training checkpoints in `RUN/checkpoints/`."""
 
-MODEL_FILE, TOKENIZER_FILE, CONFIG_FILE, CHECKPOINTS = (
-    "model.pt", "tokenizer.json", "config.json", "checkpoints")
+BEST_METRICS = ("exact", "bleu", "chrf")
+"""Validation scores `keep_best` can select the final model by."""
+
+DEVICES = ("auto", "cpu", "cuda")
+"""Where a run trains or decodes: `auto` is `cuda` when a GPU is available, else `cpu`."""
+
+AMP_MODES = ("off", "bf16", "fp16")
+"""Mixed precision: `off` (float32), bfloat16, or float16 (with loss scaling, CUDA only)."""
+
+BEST_FILE = "best.pt"
+
+RUN_OPTIONS: dict[str, Any] = dict(log_every=10, keep_best=False, best_metric="exact",
+                                   patience=None)
+"""What a run records and keeps, beside the recipe (`TranslationConfig`), with their defaults:
+`log_every`, the steps between the lines of `metrics.jsonl` (loss, learning rate, speed);
+`keep_best`, make the final model the checkpoint with the best validation score instead of the
+average of the last ones; `best_metric`, the score `keep_best` and `patience` follow (one of
+`BEST_METRICS`); `patience`, stop after this many validations without a better score (`None`:
+never). Pass them in `train_translation(changes=...)`; a run saves them in `config.json`."""
+
+
+def _check_run_options(options: dict[str, Any], eval_size: int) -> dict[str, Any]:
+    check_positive_int("log_every", options["log_every"])
+    if not isinstance(options["keep_best"], bool):
+        raise TypeError(f"keep_best must be a bool, got {options['keep_best']!r}")
+    if options["best_metric"] not in BEST_METRICS:
+        raise ValueError(f"best_metric must be one of {BEST_METRICS}, got "
+                         f"{options['best_metric']!r}")
+    if options["patience"] is not None:
+        check_positive_int("patience", options["patience"])
+    if (options["keep_best"] or options["patience"] is not None) and eval_size == 0:
+        raise ValueError("keep_best and patience need validation scores: eval_size must be "
+                         "positive, got 0")
+    return options
 
 
 @dataclass(frozen=True)
@@ -81,7 +143,7 @@ class TranslationConfig:
         smoothing: label smoothing $\epsilon_{ls}$ (the paper: 0.1).
         max_steps: optimizer steps in all (a resumed run counts the steps before it).
         max_minutes: stop after this many minutes of this call (a checkpoint is written).
-        save_every: steps between checkpoints.
+        save_every: steps between checkpoints (each one validates).
         average: how many of the last checkpoints are averaged into the final model.
         eval_size: validation sentences greedy-decoded at each checkpoint.
         seed: seeds the initial weights, the dropout and the batch order.
@@ -148,10 +210,14 @@ class TranslationRun:
         out: the run folder.
         step: optimizer steps done in all.
         losses: the training loss (mean per target token) of every step, resumed ones included.
-        history: one dict per checkpoint: `step`, `seconds`, `loss`, `valid_exact` (greedy
-            exact match in percent on the first `eval_size` validation pairs).
+        history: one dict per checkpoint: `step`, `seconds`, `loss`, and on the first
+            `eval_size` validation pairs, greedy-decoded, `valid_exact` (exact match in
+            percent), `valid_bleu` and `valid_chrf`.
         seconds: training time in all, resumed runs included.
         averaged: the steps of the checkpoints averaged into `model`.
+        stopped: why training ended before `max_steps`: `""` (it did not), `"interrupted"`
+            (`should_stop` said so), `"time"` (`max_minutes`) or `"patience"`.
+        skipped: training pairs left out because they do not fit the positional table.
     """
 
     model: nn.Module
@@ -162,19 +228,66 @@ class TranslationRun:
     history: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
     averaged: list[int] = field(default_factory=list)
+    stopped: str = ""
+    skipped: int = 0
 
 
-def _prepare_folder(out: str | os.PathLike[str]) -> Path:
-    """Create `out` (and `out/checkpoints`) or raise a `ValueError` saying why it cannot be."""
-    path = Path(os.fspath(out))
-    try:
-        (path / CHECKPOINTS).mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise ValueError(f"cannot create output folder {str(path)!r}: "
-                         f"{error.strerror or error}") from None
-    if not os.access(path, os.W_OK) or not os.access(path / CHECKPOINTS, os.W_OK):
-        raise ValueError(f"output folder {str(path)!r} is not writable")
-    return path
+def resolve_device(device: str | torch.device) -> torch.device:
+    """The device `device` names: `"auto"` is CUDA when available, else the CPU.
+
+    Raises:
+        ValueError: for an unknown name, or `"cuda"` on a machine without a GPU.
+
+    Examples:
+        >>> resolve_device("cpu")
+        device(type='cpu')
+    """
+    if isinstance(device, torch.device):
+        return device
+    if device not in DEVICES:
+        raise ValueError(f"device must be one of {DEVICES}, got {device!r}")
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device 'cuda' asked for, but PyTorch sees no CUDA GPU here; use "
+                         "'cpu' or 'auto'")
+    return torch.device(device)
+
+
+def amp_context(device: torch.device, amp: str) -> contextlib.AbstractContextManager[Any]:
+    """The autocast context of a mixed-precision mode (`AMP_MODES`) on `device`.
+
+    Raises:
+        ValueError: for an unknown mode, or `fp16` off CUDA.
+
+    Examples:
+        >>> with amp_context(torch.device("cpu"), "bf16"):
+        ...     (torch.ones(2, 2) @ torch.ones(2, 2)).dtype
+        torch.bfloat16
+    """
+    if amp not in AMP_MODES:
+        raise ValueError(f"amp must be one of {AMP_MODES}, got {amp!r}")
+    if amp == "off":
+        return contextlib.nullcontext()
+    if amp == "fp16" and device.type != "cuda":
+        raise ValueError("amp 'fp16' needs a CUDA device (float16 on the CPU is slow and needs "
+                         "loss scaling); use 'bf16' or 'off'")
+    dtype = torch.bfloat16 if amp == "bf16" else torch.float16
+    return torch.autocast(device_type=device.type, dtype=dtype)
+
+
+def auto_bleu_tokenize(references: Sequence[str]) -> str:
+    """sacrebleu's BLEU tokenizer for `references`: `char` when they average fewer than four
+    words (word 4-grams would not exist), else its default `13a`.
+
+    Examples:
+        >>> auto_bleu_tokenize(["vierhunderteins", "zwei"]), auto_bleu_tokenize(["a b c d e"])
+        ('char', '13a')
+    """
+    if not references:
+        return "13a"
+    words = sum(len(r.split()) for r in references) / len(references)
+    return "char" if words < 4 else "13a"
 
 
 def checkpoint_paths(out: str | os.PathLike[str]) -> list[Path]:
@@ -194,14 +307,20 @@ def load_train_state(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Read a training checkpoint with `torch.load(weights_only=True)`.
 
     Raises:
-        ValueError: if the file is not a training checkpoint.
+        ValueError: if the file is not a training checkpoint, or its weights do not fit its
+            configuration.
     """
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as error:  # a truncated or foreign file
-        raise ValueError(f"{os.fspath(path)}: not a readable checkpoint ({error})") from None
+    except Exception as error:  # a truncated or foreign file; torch's warning kept in full
+        reason = " ".join(str(error).split())
+        raise ValueError(f"{os.fspath(path)}: not a readable checkpoint ({reason})") from None
     if not isinstance(state, dict) or state.get("format") != TRAIN_STATE_FORMAT:
         raise ValueError(f"{os.fspath(path)}: not a training checkpoint")
+    if not isinstance(state.get("config"), dict) or not isinstance(state.get("model"), dict):
+        raise ValueError(f"{os.fspath(path)}: an incomplete training checkpoint")
+    check_weights_fit_config(ModelConfig.from_dict(state["config"]), state["model"],
+                             os.fspath(path))
     return state
 
 
@@ -252,8 +371,15 @@ def average_checkpoints(paths: Sequence[str | os.PathLike[str]]) -> dict[str, to
             for name, t in last.items()}
 
 
+def _same_tokenizer(a: str, b: str) -> bool:
+    try:
+        return json.loads(a) == json.loads(b)
+    except ValueError:
+        return a == b
+
+
 def load_translator(
-    run: str | os.PathLike[str], checkpoint: str = "averaged"
+    run: str | os.PathLike[str], checkpoint: str = "averaged", device: str = "cpu"
 ) -> tuple[nn.Module, SharedTokenizer]:
     """The trained model and tokenizer of a run folder.
 
@@ -261,16 +387,19 @@ def load_translator(
         run: the folder `train_translation` wrote.
         checkpoint: `"averaged"` (the final model, `model.pt`) or `"last"` (the newest training
             checkpoint, before averaging).
+        device: `"cpu"`, `"cuda"` or `"auto"` (see `resolve_device`).
 
     Returns:
         `(model, tokenizer)`, the model in eval mode.
 
     Raises:
-        ValueError: if `run` is not a trained run folder.
+        ValueError: if `run` is not a trained run folder, or `model.pt` was trained with a
+            different tokenizer from `tokenizer.json`.
     """
     path = Path(os.fspath(run))
     if checkpoint not in ("averaged", "last"):
         raise ValueError(f"checkpoint must be 'averaged' or 'last', got {checkpoint!r}")
+    target = resolve_device(device)
     if not path.is_dir():
         raise ValueError(f"{str(path)!r} is not a trained model: no such folder")
     if not (path / TOKENIZER_FILE).is_file() or not (path / MODEL_FILE).is_file():
@@ -278,19 +407,30 @@ def load_translator(
                          f"{MODEL_FILE} (train one with 'translate train --out {path}')")
     tokenizer = SharedTokenizer.load(path / TOKENIZER_FILE)
     try:
-        model, _ = load_checkpoint(path / MODEL_FILE)
-    except Exception as error:
-        raise ValueError(f"{str(path / MODEL_FILE)!r} is not a model checkpoint ({error})") from None
+        model, metadata = load_checkpoint(path / MODEL_FILE)
+    except (OSError, ValueError) as error:
+        reason = " ".join(str(error).split())
+        raise ValueError(f"{str(path / MODEL_FILE)!r} is not a model checkpoint ({reason})"
+                         ) from None
+    embedded = metadata.get("tokenizer")
+    if isinstance(embedded, str) and not _same_tokenizer(embedded,
+                                                         tokenizer.tokenizer.to_str()):
+        raise ValueError(f"{str(path / TOKENIZER_FILE)!r} is not the tokenizer "
+                         f"{str(path / MODEL_FILE)!r} was trained with; restore the run's own "
+                         "tokenizer.json")
+    if tokenizer.vocab_size > model.config.src_vocab:
+        raise ValueError(f"{str(path / TOKENIZER_FILE)!r} has {tokenizer.vocab_size} ids but "
+                         f"the model only {model.config.src_vocab}")
     if checkpoint == "last":
         paths = checkpoint_paths(path)
         if not paths:
             raise ValueError(f"{str(path)!r} has no training checkpoints")
-        model.load_state_dict(load_train_state(paths[-1])["model"])
-    return model.eval(), tokenizer
+        load_model_state(model, load_train_state(paths[-1])["model"], str(paths[-1]))
+    return model.to(target).eval(), tokenizer
 
 
 def _save_state(path: Path, **state: Any) -> None:
-    atomic_torch_save({"format": TRAIN_STATE_FORMAT, "version": 1, **state}, path)
+    atomic_torch_save({"format": TRAIN_STATE_FORMAT, "version": 2, **state}, path)
 
 
 def _write_json(path: Path, data: Any) -> None:
@@ -298,34 +438,144 @@ def _write_json(path: Path, data: Any) -> None:
     atomic_write(path, lambda f: f.write(text.encode("utf-8")))
 
 
+def _pairs_fingerprint(pairs: Sequence[tuple[str, str]]) -> dict[str, Any]:
+    """Size and SHA-256 of `pairs` written as TSV text (what `write_tsv` would write)."""
+    digest, size = hashlib.sha256(), 0
+    for src, tgt in pairs:
+        line = f"{src}\t{tgt}\n".encode()
+        digest.update(line)
+        size += len(line)
+    return {"size": size, "sha256": digest.hexdigest()}
+
+
+def _check_folder(path: Path, *, resume: bool, overwrite: bool) -> None:
+    """Refuse, before anything is written, a folder that a new run would clobber."""
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"cannot create output folder {str(path)!r}: a file of that name "
+                         "exists")
+    lock = RunLock(path)
+    holder = lock.holder() if path.is_dir() else None
+    if holder is not None and holder != os.getpid():
+        lock.acquire()  # raises, naming the holder, if it is alive
+        lock.release()
+    if resume:
+        if not is_run_folder(path):
+            raise ValueError(f"cannot resume: {str(path)!r} is not a run folder (no "
+                             f"{CONFIG_FILE}, {TOKENIZER_FILE} or {CHECKPOINTS}/)")
+        return
+    leftovers = [p.name for p in path.iterdir() if p.name != LOCK_FILE
+                 and not p.name.endswith(".tmp")] if path.is_dir() else []
+    if leftovers and not overwrite:
+        raise ValueError(f"output folder {str(path)!r} is not empty (it holds "
+                         f"{', '.join(sorted(leftovers)[:4])}); continue its run with --resume, "
+                         "replace it with --overwrite, or choose another folder")
+
+
+def _clear_run(folder: Path) -> None:
+    """Remove the files of a previous run (for `overwrite`), leaving other files alone."""
+    for name in (MODEL_FILE, TOKENIZER_FILE, CONFIG_FILE, METRICS_FILE):
+        (folder / name).unlink(missing_ok=True)
+    if (folder / CHECKPOINTS).is_dir():
+        shutil.rmtree(folder / CHECKPOINTS)
+
+
+def _read_run_config(folder: Path) -> dict[str, Any]:
+    path = folder / CONFIG_FILE
+    if not path.is_file():
+        raise ValueError(f"cannot resume: {str(folder)!r} lacks {CONFIG_FILE}, which holds the "
+                         "run's settings; start again with --overwrite")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(f"cannot resume: {str(path)!r} is not readable JSON ({error})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("training"), dict):
+        raise ValueError(f"cannot resume: {str(path)!r} holds no 'training' settings")
+    return data
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _metrics_writer(path: Path, keep_up_to: int | None) -> Callable[[dict[str, Any]], None]:
+    """Append JSON lines to `path`; on resume first drop the lines after step `keep_up_to`."""
+    if keep_up_to is None:
+        path.unlink(missing_ok=True)
+    elif path.is_file():
+        kept = []
+        for line in path.read_text(encoding="utf-8").split("\n"):
+            with contextlib.suppress(ValueError):
+                if json.loads(line).get("step", 0) <= keep_up_to:
+                    kept.append(line + "\n")
+        text = "".join(kept).encode("utf-8")
+        atomic_write(path, lambda f: f.write(text))
+
+    def write(entry: dict[str, Any]) -> None:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(entry) + "\n")
+
+    return write
+
+
+def _fits(pair: tuple[list[int], list[int]], max_len: int) -> bool:
+    # the source gets </s>, the target <s> (decoder input) or </s> (label)
+    return len(pair[0]) + 1 <= max_len and len(pair[1]) + 1 <= max_len
+
+
 def train_translation(
     train_pairs: Sequence[tuple[str, str]],
     valid_pairs: Sequence[tuple[str, str]],
     out: str | os.PathLike[str],
     *,
-    preset: str = DEFAULT_PRESET,
+    preset: str | None = None,
     model_options: dict[str, Any] | None = None,
     config: TranslationConfig | None = None,
+    changes: Mapping[str, Any] | None = None,
     resume: bool = False,
+    overwrite: bool = False,
+    new_data: bool = False,
+    data_fingerprint: Mapping[str, Any] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    device: str = "cpu",
+    amp: str = "off",
     progress: bool = True,
     log: Callable[[str], None] | None = None,
 ) -> TranslationRun:
     """Train a translator on `(source, target)` sentence pairs, writing the run to `out`.
 
-    `out` receives `tokenizer.json`, `config.json`, `checkpoints/step-*.pt` (every
-    `save_every` steps and at the end; the last `average` are kept) and `model.pt`, the
-    average of the kept checkpoints (a `save_checkpoint` file). With `resume=True` the run
-    continues from its newest checkpoint with the saved tokenizer and settings, except
-    `max_steps` and `max_minutes`, which come from `config`.
+    `out` receives `tokenizer.json`, `config.json`, `metrics.jsonl` (one JSON line every
+    `log_every` steps and one per validation), `checkpoints/step-*.pt` (every `save_every`
+    steps and at the end; the last `average` are kept) and `model.pt`, the average of the kept
+    checkpoints (a `save_checkpoint` file), or with `keep_best` the best-scoring checkpoint.
+
+    A new run needs an empty (or missing) folder, unless `overwrite`, which removes the old
+    run's files first. One process at a time may write a folder (a lock file names it). With
+    `resume=True` the run continues from its newest checkpoint with the saved tokenizer, model
+    and settings; `changes` (and, from `config`, `max_steps` and `max_minutes`) replace saved
+    settings. Training pairs that do not fit the model's positional table are left out and
+    counted.
 
     Args:
         train_pairs: training pairs.
         valid_pairs: validation pairs (the first `eval_size` are decoded at each checkpoint).
         out: the run folder (created if needed).
-        preset: a key of `TRANSLATION_PRESETS`.
-        model_options: `ModelConfig` fields that override the preset's.
+        preset: a key of `TRANSLATION_PRESETS` (default `DEFAULT_PRESET`; on resume, if given,
+            it must be the run's).
+        model_options: `ModelConfig` fields that override the preset's (on resume, each must
+            equal the run's).
         config: training settings (default `TranslationConfig()`).
+        changes: `TranslationConfig` fields and `RUN_OPTIONS` to change (on resume: the saved
+            settings are kept otherwise; `vocab_size` cannot change).
         resume: continue the run in `out`.
+        overwrite: replace the run in `out` with a new one.
+        new_data: on resume, accept training pairs that differ from the run's (their
+            fingerprint is checked otherwise); the data position restarts at a new epoch.
+        data_fingerprint: `{"size", "sha256"}` of the training file, to store and check on
+            resume (default: computed from `train_pairs`).
+        should_stop: called after every step; when it returns true the run writes a
+            checkpoint and the final model and returns with `stopped="interrupted"`.
+        device: `"cpu"`, `"cuda"` or `"auto"`.
+        amp: mixed precision, one of `AMP_MODES`.
         progress: show a tqdm progress bar on stderr.
         log: called with one line at each checkpoint (default: nothing).
 
@@ -333,8 +583,11 @@ def train_translation(
         The [`TranslationRun`][vanilla_transformer.training.translation.TranslationRun].
 
     Raises:
-        ValueError: for an unknown preset, no pairs, a folder that cannot be written, or
-            `resume` without a checkpoint; before any training.
+        ValueError: before any training, for an unknown preset, no pairs, a folder that cannot
+            be written, is not empty, or is being written by another process, or a resume that
+            does not fit the run (no checkpoint, another model, other data).
+        TrainingDiverged: if a loss or a gradient is not finite; the step is named, and no
+            file is written from it.
 
     Examples:
         >>> import tempfile
@@ -347,42 +600,161 @@ def train_translation(
         >>> run.step, len(run.losses), run.averaged
         (4, 4, [2, 4])
     """
-    config = TranslationConfig() if config is None else config
-    if preset not in TRANSLATION_PRESETS:
+    if preset is not None and preset not in TRANSLATION_PRESETS:
         raise ValueError(f"unknown preset {preset!r}; choose one of {sorted(TRANSLATION_PRESETS)}")
     if len(train_pairs) == 0 or len(valid_pairs) == 0:
         raise ValueError("train_pairs and valid_pairs must each hold at least one pair")
-    log = log or (lambda line: None)
-    folder = _prepare_folder(out)
+    if resume and overwrite:
+        raise ValueError("resume and overwrite exclude each other: continue the run or "
+                         "replace it")
+    target = resolve_device(device)
+    amp_context(target, amp)  # checks amp
+    config = TranslationConfig() if config is None else config
+    changes = dict(changes or {})
+    unknown = set(changes) - {f.name for f in fields(TranslationConfig)} - set(RUN_OPTIONS)
+    if unknown:
+        raise ValueError(f"changes holds unknown settings {sorted(unknown)}; expected fields of "
+                         f"TranslationConfig or {sorted(RUN_OPTIONS)}")
+    options = {k: changes.pop(k) for k in list(changes) if k in RUN_OPTIONS}
+    if not resume:
+        config = TranslationConfig(**{**config.to_dict(), **changes})
+        _check_run_options({**RUN_OPTIONS, **options}, config.eval_size)
+    fingerprint = dict(data_fingerprint or _pairs_fingerprint(train_pairs))
+    path = Path(os.fspath(out))
+    _check_folder(path, resume=resume, overwrite=overwrite)
+    created = not path.exists()
+    try:
+        (path / CHECKPOINTS).mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ValueError(f"cannot create output folder {str(path)!r}: "
+                         f"{error.strerror or error}") from None
+    if not os.access(path, os.W_OK) or not os.access(path / CHECKPOINTS, os.W_OK):
+        raise ValueError(f"output folder {str(path)!r} is not writable")
+    try:
+        with RunLock(path):
+            for tmp in remove_stale_temporaries(path):
+                (log or print)(f"removed {tmp}, a file left by an interrupted save")
+            return _train_locked(
+                train_pairs, valid_pairs, path, preset=preset,
+                model_options=model_options or {}, config=config, changes=changes,
+                options=options, resume=resume, overwrite=overwrite, new_data=new_data,
+                fingerprint=fingerprint, should_stop=should_stop, device=target, amp=amp, progress=progress, log=log or (lambda line: None))
+    except ValueError:
+        untouched = [p.name for p in path.iterdir()] == [CHECKPOINTS] and not any(
+            (path / CHECKPOINTS).iterdir())
+        if created and untouched:  # refused before any work: leave no empty folder behind
+            shutil.rmtree(path)
+        raise
+
+
+def _train_locked(
+    train_pairs: Sequence[tuple[str, str]],
+    valid_pairs: Sequence[tuple[str, str]],
+    folder: Path,
+    *,
+    preset: str | None,
+    model_options: dict[str, Any],
+    config: TranslationConfig,
+    changes: dict[str, Any],
+    options: dict[str, Any],
+    resume: bool,
+    overwrite: bool,
+    new_data: bool,
+    fingerprint: dict[str, Any],
+    should_stop: Callable[[], bool] | None,
+    device: torch.device,
+    amp: str,
+    progress: bool,
+    log: Callable[[str], None],
+) -> TranslationRun:
     state: dict[str, Any] | None = None
+    restart_data = False
     if resume:
+        saved = _read_run_config(folder)
         paths = checkpoint_paths(folder)
-        if not paths or not (folder / TOKENIZER_FILE).is_file():
-            raise ValueError(f"cannot resume: {str(folder)!r} holds no checkpoint and tokenizer")
+        if not paths:
+            raise ValueError(f"cannot resume: {str(folder)!r} holds no training checkpoint yet "
+                             "(the run stopped before its first one); start it again with "
+                             "--overwrite")
+        if not (folder / TOKENIZER_FILE).is_file():
+            raise ValueError(f"cannot resume: {str(folder)!r} lacks {TOKENIZER_FILE}")
         state = load_train_state(paths[-1])
         tokenizer = SharedTokenizer.load(folder / TOKENIZER_FILE)
-        saved = TranslationConfig.from_dict(json.loads((folder / CONFIG_FILE).read_text())["training"])
-        config = TranslationConfig(**{**saved.to_dict(), "max_steps": config.max_steps,
-                                      "max_minutes": config.max_minutes})
         model_config = ModelConfig.from_dict(state["config"])
+        saved_preset = saved.get("preset")
+        if preset is not None and saved_preset is not None and preset != saved_preset:
+            raise ValueError(f"--preset {preset} differs from the run's {saved_preset}; a "
+                             "resumed run keeps its model (drop --preset, or start a new run "
+                             "with --overwrite)")
+        preset = saved_preset
+        for name, value in model_options.items():
+            if getattr(model_config, name) != value:
+                raise ValueError(f"{_flag(name)} {value} differs from the run's "
+                                 f"{getattr(model_config, name)}; a resumed run keeps its "
+                                 f"model (drop {_flag(name)}, or start a new run with "
+                                 "--overwrite)")
+        training = TranslationConfig.from_dict(saved["training"]).to_dict()
+        if config is not None and config != TranslationConfig():
+            training.update(max_steps=config.max_steps, max_minutes=config.max_minutes)
+        if "vocab_size" in changes and changes["vocab_size"] != training["vocab_size"]:
+            raise ValueError(f"--vocab-size {changes['vocab_size']} differs from the run's "
+                             f"{training['vocab_size']}: the tokenizer is trained; drop "
+                             "--vocab-size, or start a new run with --overwrite")
+        training.update(changes)
+        training.setdefault("max_minutes", None)
+        if "max_minutes" not in changes and not (config and config.max_minutes):
+            training["max_minutes"] = None  # a time limit is for one call
+        config = TranslationConfig(**training)
+        options = {**RUN_OPTIONS, **(saved.get("options") or {}), **options}
+        saved_data = saved.get("data")
+        if isinstance(saved_data, dict) and (
+            (saved_data.get("size"), saved_data.get("sha256"))
+            != (fingerprint.get("size"), fingerprint.get("sha256"))
+        ):
+            if not new_data:
+                raise ValueError(
+                    f"the training data differ from the run's (it trained on "
+                    f"{saved_data.get('size')} bytes, sha256 {str(saved_data.get('sha256'))[:12]}; "
+                    f"these are {fingerprint.get('size')} bytes, sha256 "
+                    f"{str(fingerprint.get('sha256'))[:12]}); pass --new-data to continue on them")
+            restart_data = True
+        log(f"resuming from step {state['step']} of {config.max_steps}")
     else:
-        for old in checkpoint_paths(folder):  # a fresh run must not average stale checkpoints
-            old.unlink()
-        options = {**TRANSLATION_PRESETS[preset], **(model_options or {})}
+        if overwrite:
+            _clear_run(folder)
+            (folder / CHECKPOINTS).mkdir(exist_ok=True)
+        preset = preset or DEFAULT_PRESET
+        options = {**RUN_OPTIONS, **options}
+        sizes = {**TRANSLATION_PRESETS[preset], **model_options}
         tokenizer = train_tokenizer([s for pair in train_pairs for s in pair], config.vocab_size)
         vocab = tokenizer.vocab_size
-        model_config = ModelConfig(src_vocab=vocab, tgt_vocab=vocab, **options)
-        tokenizer.save(folder / TOKENIZER_FILE)
-        _write_json(folder / CONFIG_FILE, {"preset": preset, "model": model_config.to_dict(),
-                                           "training": config.to_dict()})
+        model_config = ModelConfig(src_vocab=vocab, tgt_vocab=vocab, **sizes)
+    settings = _check_run_options(options, config.eval_size)
+    data_info = {k: fingerprint.get(k) for k in ("path", "size", "sha256") if k in fingerprint}
+    run_config = {"preset": preset, "model": model_config.to_dict(),
+                  "training": config.to_dict(), "options": settings, "data": data_info}
 
     def ids(pairs: Sequence[tuple[str, str]]) -> list[tuple[list[int], list[int]]]:
         src = tokenizer.encode_batch([s for s, _ in pairs])
         tgt = tokenizer.encode_batch([t for _, t in pairs])
         return list(zip(src, tgt))
 
-    batches = make_token_batches(ids(train_pairs), config.max_tokens, pad=PAD, bos=BOS, eos=EOS)
-    valid = list(valid_pairs[: config.eval_size])
+    encoded = ids(train_pairs)
+    kept = [pair for pair in encoded if _fits(pair, model_config.max_len)]
+    skipped = len(encoded) - len(kept)
+    if skipped:
+        log(f"skipped {skipped} of {len(encoded)} training pairs: longer than the positional "
+            f"table's {model_config.max_len} positions")
+    if not kept:
+        raise ValueError(f"no training pair fits the positional table of "
+                         f"{model_config.max_len} positions (max_len)")
+    batches = make_token_batches(kept, config.max_tokens, pad=PAD, bos=BOS, eos=EOS)
+    valid = [pair for pair, encoded_pair in zip(valid_pairs, ids(valid_pairs))
+             if len(encoded_pair[0]) + 1 + 50 < model_config.max_len][: config.eval_size]
+
+    if not resume:  # written only now: nothing is written for a run refused above
+        tokenizer.save(folder / TOKENIZER_FILE)
+    _write_json(folder / CONFIG_FILE, run_config)
 
     torch.manual_seed(config.seed)
     model = make_model_from_config(model_config)
@@ -394,7 +766,7 @@ def train_translation(
     losses: list[float] = []
     history: list[dict[str, Any]] = []
     if state is not None:
-        model.load_state_dict(state["model"])
+        load_model_state(model, state["model"], "the newest checkpoint")
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
         torch.set_rng_state(state["rng"]["torch"])
@@ -402,24 +774,66 @@ def train_translation(
         seconds = float(state["seconds"])
         losses = state["losses"].tolist()
         history = list(state["history"])
+        if restart_data or position > len(batches):
+            epoch, position = epoch + 1, 0
+    model.to(device)
+    for value in optimizer.state.values():  # Adam's moments follow the model
+        for key, tensor in value.items():
+            if isinstance(tensor, torch.Tensor) and key != "step":
+                value[key] = tensor.to(device)
+    scaler = torch.amp.GradScaler("cuda") if amp == "fp16" else None
+    metrics = _metrics_writer(folder / METRICS_FILE, step if resume else None)
+    bleu_tokenize = auto_bleu_tokenize([t for _, t in valid])
+    best_key = f"valid_{settings['best_metric']}"
+
+    def best_entry() -> dict[str, Any] | None:
+        scored = [h for h in history if best_key in h]
+        return max(scored, key=lambda h: (h[best_key], -h["step"])) if scored else None
 
     def checkpoint() -> None:
         entry: dict[str, Any] = {"step": step, "seconds": round(seconds, 3),
                                  "loss": losses[-1] if losses else float("nan")}
         if valid:
-            hyps = translate_sentences(model, tokenizer, [s for s, _ in valid], beam_size=1)
-            entry["valid_exact"] = score_translations(hyps, [t for _, t in valid]).exact_match
+            hyps = translate_sentences(model.cpu(), tokenizer, [s for s, _ in valid],
+                                       beam_size=1)
+            model.to(device)
+            scores = score_translations(hyps, [t for _, t in valid], bleu_tokenize=bleu_tokenize)
+            entry.update(valid_exact=scores.exact_match, valid_bleu=round(scores.bleu, 4),
+                         valid_chrf=round(scores.chrf, 4))
         model.train()
+        best_before = best_entry()
         history.append(entry)
+        weights = {k: v.detach().cpu() for k, v in model_state(model).items()}
         _save_state(folder / CHECKPOINTS / f"step-{step:07d}.pt", config=model_config.to_dict(),
-                    model=model.state_dict(), optimizer=optimizer.state_dict(),
+                    model=weights, optimizer=optimizer.state_dict(),
                     scheduler=scheduler.state_dict(), rng={"torch": torch.get_rng_state()},
                     step=step, epoch=epoch, position=position, seconds=seconds,
                     losses=torch.tensor(losses, dtype=torch.float64), history=history)
+        if settings["keep_best"] and best_key in entry and (
+            best_before is None or entry[best_key] > best_before[best_key]
+        ):
+            save_checkpoint(folder / CHECKPOINTS / BEST_FILE, model, steps=step,
+                            score={settings['best_metric']: entry[best_key]})
+        for old in checkpoint_paths(folder)[:-1]:
+            # a stop between saves (an interrupt, a time limit) wrote an extra checkpoint;
+            # once training has gone past it, it would skew the average: drop it
+            if int(old.stem.split("-")[1]) % config.save_every:
+                old.unlink()
         for old in checkpoint_paths(folder)[: -config.average]:
             old.unlink()
-        exact = f", valid exact match {entry['valid_exact']:.1f} %" if valid else ""
-        log(f"step {step}: loss {entry['loss']:.4f}{exact} ({seconds:.0f} s)")
+        if valid:
+            metrics({"step": step, "loss": entry["loss"], **{k: entry[k] for k in (
+                "valid_exact", "valid_bleu", "valid_chrf")}})
+        scores_text = (f", valid exact match {entry['valid_exact']:.1f} %, BLEU "
+                       f"{entry['valid_bleu']:.1f}" if valid else "")
+        log(f"step {step}: loss {entry['loss']:.4f}{scores_text} ({seconds:.0f} s)")
+
+    def patience_spent() -> bool:
+        best = best_entry()
+        if settings["patience"] is None or best is None:
+            return False
+        later = [h for h in history if h["step"] > best["step"] and best_key in h]
+        return len(later) >= settings["patience"]
 
     bar = None
     if progress and step < config.max_steps:
@@ -430,40 +844,94 @@ def train_translation(
     model.train()
     start = time.perf_counter() - seconds
     order = epoch_order(len(batches), config.seed, epoch)
+    stopped = ""
+    window_start, window_tokens, window_losses = time.perf_counter(), 0, []
+    autocast = amp_context(device, amp)
     try:
         while step < config.max_steps:
             if position == len(batches):
                 epoch, position = epoch + 1, 0
                 order = epoch_order(len(batches), config.seed, epoch)
             batch = batches[order[position]]
-            out_states = model(batch.src, batch.tgt, batch.src_mask, batch.tgt_mask)
-            loss_sum, loss_node = loss_compute(out_states, batch.tgt_y, batch.ntokens)
-            loss_node.backward()
-            optimizer.step()
+            src, tgt = batch.src.to(device), batch.tgt.to(device)
+            src_mask, tgt_mask = batch.src_mask.to(device), batch.tgt_mask.to(device)
+            with autocast:
+                out_states = model(src, tgt, src_mask, tgt_mask)
+                loss_sum, loss_node = loss_compute(out_states, batch.tgt_y.to(device),
+                                                   batch.ntokens)
+            (scaler.scale(loss_node) if scaler is not None else loss_node).backward()
+            loss = float(loss_sum) / int(batch.ntokens)
+            if scaler is not None:
+                scaler.unscale_(optimizer)
+            if not math.isfinite(loss) or not gradients_are_finite(model.parameters()):
+                what = f"the loss is {loss}" if not math.isfinite(loss) else (
+                    "a gradient is not finite")
+                last = checkpoint_paths(folder)
+                kept_text = (f"; {folder / CHECKPOINTS} keeps step "
+                             f"{int(last[-1].stem.split('-')[1])}" if last else "")
+                raise TrainingDiverged(
+                    f"training diverged at step {step + 1}: {what}; no update was made from "
+                    f"it and nothing was saved{kept_text}; lower the learning rate (--factor) "
+                    "or check the data")
+            if scaler is not None:
+                scaler.step(optimizer)
+                scaler.update()
+            else:
+                optimizer.step()
             optimizer.zero_grad(set_to_none=True)
             scheduler.step()
             step, position = step + 1, position + 1
-            losses.append(float(loss_sum) / int(batch.ntokens))
+            losses.append(loss)
             seconds = time.perf_counter() - start
+            window_tokens += int(batch.ntokens)
+            window_losses.append(loss)
+            if step % settings["log_every"] == 0:
+                now = time.perf_counter()
+                metrics({"step": step, "loss": sum(window_losses) / len(window_losses),
+                         "lr": optimizer.param_groups[0]["lr"],
+                         "tokens_per_s": round(window_tokens / max(now - window_start, 1e-9), 1)})
+                window_start, window_tokens, window_losses = now, 0, []
             if bar is not None:
                 bar.update(1)
                 bar.set_postfix(loss=f"{losses[-1]:.3f}", epoch=epoch, refresh=False)
             late = deadline is not None and time.monotonic() >= deadline
-            if step % config.save_every == 0 or step == config.max_steps or late:
+            interrupted = should_stop is not None and should_stop()
+            if step % config.save_every == 0 or step == config.max_steps or late or interrupted:
                 if bar is not None:
                     bar.clear()
                 checkpoint()
+            if interrupted:
+                stopped = "interrupted"
+                break
             if late:
                 log(f"stopped after {config.max_minutes} minutes at step {step}")
+                stopped = "time"
+                break
+            if step % config.save_every == 0 and patience_spent():
+                best = best_entry()
+                log(f"no better validation {settings['best_metric']} in {settings['patience']} "
+                    f"validations: stopping at step {step} (best: step {best['step']})")
+                stopped = "patience"
                 break
     finally:
         if bar is not None:
             bar.close()
+    model.cpu()
     if not checkpoint_paths(folder):
         checkpoint()
-    kept = checkpoint_paths(folder)[-config.average:]
-    model.load_state_dict(average_checkpoints(kept))
-    averaged = [int(p.stem.split("-")[1]) for p in kept]
+    best_path = folder / CHECKPOINTS / BEST_FILE
+    if settings["keep_best"] and best_path.is_file():
+        best_model, meta = load_checkpoint(best_path)
+        model.load_state_dict(best_model.state_dict())
+        averaged = [int(meta["steps"])]
+    else:
+        kept_paths = checkpoint_paths(folder)[-config.average:]
+        load_model_state(model, average_checkpoints(kept_paths), "the averaged checkpoints")
+        averaged = [int(p.stem.split("-")[1]) for p in kept_paths]
+    if not all(bool(torch.isfinite(p).all()) for p in model.parameters()):
+        raise TrainingDiverged(f"the final model of step {step} holds non-finite weights; "
+                               f"{MODEL_FILE} was not written")
     save_checkpoint(folder / MODEL_FILE, model, steps=step, averaged=averaged,
                     tokenizer=tokenizer.tokenizer.to_str())
-    return TranslationRun(model.eval(), tokenizer, folder, step, losses, history, seconds, averaged)
+    return TranslationRun(model.eval(), tokenizer, folder, step, losses, history, seconds,
+                          averaged, stopped, skipped)

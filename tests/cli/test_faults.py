@@ -1,0 +1,375 @@
+"""Faults a practitioner meets, one table: each case's exit status and one-line message, and
+afterwards a run folder that still loads and translates (nothing lost, nothing silently wrong).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from vanilla_transformer.cli import main
+from vanilla_transformer.training import translation
+from vanilla_transformer.training.translation import load_translator
+
+TINY = ["-N", "1", "--d-model", "16", "--d-ff", "32", "--h", "2", "--vocab-size", "60",
+        "--max-tokens", "150", "--warmup", "5", "--save-every", "2", "--average", "2",
+        "--eval-size", "2", "--no-progress"]
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    out = tmp_path_factory.mktemp("numbers")
+    assert main(["translate", "numbers", "--out", str(out), "--seed", "1", "--train-size", "40",
+                 "--valid-size", "3", "--test-size", "3", "--always-train", "0",
+                 "--limit", "1000"]) == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def trained(data, tmp_path_factory):
+    out = tmp_path_factory.mktemp("trained") / "run"
+    assert main(["translate", "train", "--train", str(data / "train.tsv"), "--valid",
+                 str(data / "valid.tsv"), "--out", str(out), "--max-steps", "4", *TINY]) == 0
+    return out
+
+
+@pytest.fixture
+def run(trained, tmp_path):
+    """A fresh copy of the trained run folder for each case."""
+    return Path(shutil.copytree(trained, tmp_path / "run"))
+
+
+def _train(data, run, *extra, train=None):
+    return ["translate", "train", "--train", str(train or data / "train.tsv"), "--valid",
+            str(data / "valid.tsv"), "--out", str(run), *extra]
+
+
+def _snapshot(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _still_works(run: Path) -> None:
+    """The run folder loads, holds finite weights, and translates."""
+    assert not (run / ".lock").exists()
+    assert not list(run.rglob("*.tmp"))
+    model, tokenizer = load_translator(run)
+    assert all(torch.isfinite(p).all() for p in model.parameters())
+    assert main(["translate", str(run), "--beam", "1", "one"]) == 0
+
+
+def _dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+# ---- the cases: (name, how to set it up and what to run, exit status, message) ----
+
+def case_train_into_a_run(data, run, tmp_path):
+    return _train(data, run, "--max-steps", "6", *TINY)
+
+
+def case_live_lock(data, run, tmp_path):
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    (run / ".lock").write_text(str(holder.pid))
+    case_live_lock.cleanup = lambda: (holder.kill(), holder.wait(), (run / ".lock").unlink())
+    case_live_lock.message = f"process {holder.pid}"
+    return _train(data, run, "--resume", "--max-steps", "6", *TINY)
+
+
+def case_export_into_the_run(data, run, tmp_path):
+    return ["translate", "export", str(run), "--out", str(run)]
+
+
+def case_export_into_another_run(data, run, tmp_path):
+    other = tmp_path / "other"
+    shutil.copytree(run, other)
+    return ["translate", "export", str(run), "--out", str(other)]
+
+
+def case_foreign_tokenizer(data, run, tmp_path):
+    from vanilla_transformer.data.tokenizer import train_tokenizer
+
+    train_tokenizer(["ganz andere", "Wörter hier"] * 3, 40).save(run / "tokenizer.json")
+    case_foreign_tokenizer.cleanup = lambda: shutil.copy(
+        run.parent / "saved-tokenizer.json", run / "tokenizer.json")
+    return ["translate", str(run), "one"]
+
+
+def case_resume_without_checkpoint(data, run, tmp_path):
+    shutil.rmtree(run / "checkpoints")
+    (run / "model.pt").unlink()
+    case_resume_without_checkpoint.still_works = False  # nothing trained to translate with
+    return _train(data, run, "--resume", *TINY)
+
+
+def case_resume_other_shape(data, run, tmp_path):
+    return _train(data, run, "--resume", *TINY, "--d-model", "32")
+
+
+def case_resume_other_data(data, run, tmp_path):
+    return _train(data, run, "--resume", "--max-steps", "6", *TINY, train=data / "test.tsv")
+
+
+def case_resume_without_config(data, run, tmp_path):
+    (run / "config.json").unlink()
+    return _train(data, run, "--resume", *TINY)
+
+
+def case_special_token(data, run, tmp_path):
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("one\teins\ntwo <s>\tzwei\n", encoding="utf-8")
+    return _train(data, tmp_path / "new", *TINY, train=bad)
+
+
+def case_huge_config(data, run, tmp_path):
+    state = torch.load(run / "model.pt", weights_only=True)
+    state["config"]["N"] = 10_000
+    torch.save(state, run / "model.pt")
+    case_huge_config.still_works = False
+    return ["translate", str(run), "one"]
+
+
+def case_code_in_checkpoint(data, run, tmp_path):
+    torch.save({"format": "x", "call": os.getcwd}, run / "model.pt")  # a pickled function
+    case_code_in_checkpoint.still_works = False
+    return ["translate", str(run), "one"]
+
+
+def case_truncated_checkpoint(data, run, tmp_path):
+    (run / "model.pt").write_bytes((run / "model.pt").read_bytes()[:500])
+    case_truncated_checkpoint.still_works = False
+    return ["translate", str(run), "one"]
+
+
+def case_diverged(data, run, tmp_path, monkeypatch):
+    calls = []
+
+    def finite_twice(parameters):
+        calls.append(1)
+        return len(calls) != 1
+
+    monkeypatch.setattr(translation, "gradients_are_finite", finite_twice)
+    return _train(data, run, "--resume", "--max-steps", "10", *TINY)
+
+
+def case_missing_extra(data, run, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "sacrebleu", None)
+    return ["translate", "eval", str(run), "--data", str(data / "test.tsv")]
+
+
+def case_bad_beam(data, run, tmp_path):
+    return ["translate", str(run), "--beam", "0", "one"]
+
+
+def case_unknown_option(data, run, tmp_path):
+    return ["translate", "train", "--train", "x", "--valid", "y", "--out", "z", "--bogus"]
+
+
+CASES = [
+    (case_train_into_a_run, 2, "is not empty"),
+    (case_live_lock, 2, "is in use"),
+    (case_export_into_the_run, 2, "is a run folder"),
+    (case_export_into_another_run, 2, "is a run folder"),
+    (case_foreign_tokenizer, 2, "is not the tokenizer"),
+    (case_resume_without_checkpoint, 2, "holds no training checkpoint"),
+    (case_resume_other_shape, 2, "--d-model 32 differs from the run's 16"),
+    (case_resume_other_data, 2, "pass --new-data"),
+    (case_resume_without_config, 2, "lacks config.json"),
+    (case_special_token, 2, "bad.tsv line 2: holds the special token '<s>'"),
+    (case_huge_config, 2, "N=10000"),
+    (case_code_in_checkpoint, 2, "arbitrary code execution"),
+    (case_truncated_checkpoint, 2, "is not a model checkpoint"),
+    (case_diverged, 1, "training diverged at step 5: a gradient is not finite"),
+    (case_missing_extra, 1, "pip install 'vanilla-transformer[translate]'"),
+    (case_bad_beam, 2, "--beam must be positive"),
+    (case_unknown_option, 2, "unrecognized arguments: --bogus"),
+]
+
+
+@pytest.mark.parametrize("case, status, message", CASES, ids=[c.__name__[5:] for c, *_ in CASES])
+def test_fault(case, status, message, data, run, tmp_path, capsys, monkeypatch):
+    shutil.copy(run / "tokenizer.json", run.parent / "saved-tokenizer.json")
+    for name in ("cleanup", "message", "still_works"):
+        if hasattr(case, name):
+            delattr(case, name)
+    kwargs = {"monkeypatch": monkeypatch} if "monkeypatch" in case.__code__.co_varnames else {}
+    argv = case(data, run, tmp_path, **kwargs)
+    before = _snapshot(run)
+    start = time.perf_counter()
+    assert main(argv) == status
+    seconds = time.perf_counter() - start
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    assert message in lines[0], lines[0]
+    assert getattr(case, "message", "") in lines[0]
+    assert seconds < 30
+    if status == 2 or case is case_diverged:  # refused or failed: the run is as it was
+        changed = {k for k in before if _snapshot(run).get(k) != before[k]}
+        assert not changed or case is case_diverged and changed <= {"metrics.jsonl",
+                                                                    "config.json"}, changed
+    if hasattr(case, "cleanup"):
+        case.cleanup()
+    monkeypatch.undo()
+    if getattr(case, "still_works", True):
+        _still_works(run)
+
+
+# ---- cases that succeed where they used to fail or clobber ----
+
+def test_stale_lock_and_temporary_files_are_taken_over(data, run, capsys):
+    (run / ".lock").write_text(str(_dead_pid()))
+    (run / ".model.pt.a1b2.tmp").write_bytes(b"half a model")
+    (run / "checkpoints" / ".step-0000006.pt.c3d4.tmp").write_bytes(b"half a checkpoint")
+    assert main(_train(data, run, "--resume", "--max-steps", "6", *TINY)) == 0
+    out = capsys.readouterr().out
+    assert "removed" in out and "resuming from step 4 of 6" in out
+    _still_works(run)
+
+
+def test_overwrite_replaces_the_run(data, run, capsys):
+    (run / "notes.txt").write_text("mine")
+    assert main(_train(data, run, "--overwrite", "--max-steps", "2", *TINY)) == 0
+    assert "trained 2 steps" in capsys.readouterr().out
+    assert (run / "notes.txt").read_text() == "mine"
+    assert [p.name for p in (run / "checkpoints").iterdir()] == ["step-0000002.pt"]
+    _still_works(run)
+
+
+def test_resume_keeps_the_saved_settings(data, run, capsys):
+    assert main(_train(data, run, "--resume", "--no-progress")) == 0
+    out = capsys.readouterr().out
+    assert "resuming from step 4 of 4" in out and "trained 4 steps" in out
+    assert main(_train(data, run, "--resume", "--max-steps", "6", "--no-progress")) == 0
+    assert "resuming from step 4 of 6" in capsys.readouterr().out
+    saved = json.loads((run / "config.json").read_text())["training"]
+    assert saved["max_steps"] == 6 and saved["save_every"] == 2 and saved["vocab_size"] == 60
+    _still_works(run)
+
+
+def test_resume_on_new_smaller_data(data, run, tmp_path, capsys):
+    small = tmp_path / "small.tsv"
+    small.write_text("one\teins\ntwo\tzwei\n", encoding="utf-8")
+    assert main(_train(data, run, "--resume", "--new-data", "--max-steps", "8", "--no-progress",
+                       train=small)) == 0
+    assert "trained 8 steps" in capsys.readouterr().out
+    _still_works(run)
+
+
+def test_data_is_checked_before_the_first_step(data, tmp_path, capsys):
+    text = (data / "train.tsv").read_text(encoding="utf-8")
+    odd = tmp_path / "odd.tsv"
+    long = " ".join(["seven"] * 100)
+    # a byte-order mark, Windows line ends, U+2028 inside a sentence, and one long pair
+    odd.write_bytes(b"\xef\xbb\xbf" + (text.replace("\n", "\r\n")
+                    + f"one\u2028two\teins\u2028zwei\r\n{long}\tsieben\n").encode("utf-8"))
+    from vanilla_transformer.data.numbers import read_tsv
+
+    pairs = read_tsv(odd)
+    assert pairs[0][0] == read_tsv(data / "train.tsv")[0][0]  # no BOM left
+    assert ("one\u2028two", "eins\u2028zwei") in pairs
+    assert main(_train(data, tmp_path / "run", "--max-steps", "2", "--max-len", "60", *TINY,
+                       train=odd)) == 0
+    assert "skipped 1 of 42 training pairs" in capsys.readouterr().out
+    _still_works(tmp_path / "run")
+
+
+def test_an_error_on_line_one_of_a_big_file_comes_at_once(data, tmp_path, capsys):
+    big = tmp_path / "big.tsv"
+    with open(big, "wb") as f:
+        f.write(b"no tab here\n")
+        f.write(b"one\teins\n" * 1_000_000)  # about 9 MB
+    start = time.perf_counter()
+    assert main(_train(data, tmp_path / "run", *TINY, train=big)) == 2
+    assert time.perf_counter() - start < 5
+    assert "big.tsv line 1: expected exactly one tab" in capsys.readouterr().err
+
+
+def test_options_anywhere(run, capsys):
+    assert main(["translate", str(run), "--beam", "1", "one", "--alpha", "0.5", "two"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 2
+
+
+def test_a_nan_loss_stops_the_run(data, run, monkeypatch, capsys):
+    real = translation.SimpleLossCompute
+
+    class NanOnThirdStep(real):
+        calls = 0
+
+        def __call__(self, x, y, norm):
+            NanOnThirdStep.calls += 1
+            loss_sum, node = super().__call__(x, y, norm)
+            return (loss_sum * float("nan"), node) if NanOnThirdStep.calls == 3 else (
+                loss_sum, node)
+
+    monkeypatch.setattr(translation, "SimpleLossCompute", NanOnThirdStep)
+    before = _snapshot(run)
+    assert main(_train(data, run, "--resume", "--max-steps", "10", *TINY)) == 1
+    assert "diverged at step 7: the loss is nan" in capsys.readouterr().err
+    assert _snapshot(run)["model.pt"] == before["model.pt"]
+    monkeypatch.undo()
+    _still_works(run)
+
+
+SCRIPT = ("import sys; from vanilla_transformer.cli import main; sys.exit(main(sys.argv[1:]))")
+
+
+def _start(data, run, *extra):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    return subprocess.Popen(
+        [sys.executable, "-c", SCRIPT, *_train(data, run, "--max-steps", "100000",
+                                               *TINY, *extra)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def _wait_for_steps(run: Path, child: subprocess.Popen, steps: int = 2) -> None:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and child.poll() is None:
+        if len(list((run / "checkpoints").glob("step-*.pt"))) >= 1:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"no checkpoint appeared: {child.communicate()}")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_stops_after_the_step_with_a_checkpoint(data, tmp_path, signum):
+    run = tmp_path / "run"
+    child = _start(data, run)
+    _wait_for_steps(run, child)
+    child.send_signal(signum)
+    out, err = child.communicate(timeout=120)
+    assert child.returncode == 130, err
+    step = int(err.split("interrupted at step ")[1].split(":")[0])
+    assert err.strip().endswith(f"interrupted at step {step}: continue with --resume")
+    assert (run / "checkpoints" / f"step-{step:07d}.pt").is_file()
+    _still_works(run)
+    assert main(_train(data, run, "--resume", "--max-steps", str(step + 1), *TINY)) == 0
+
+
+def test_a_second_signal_stops_at_once_and_corrupts_nothing(data, tmp_path):
+    run = tmp_path / "run"
+    child = _start(data, run, "--save-every", "1")
+    _wait_for_steps(run, child)
+    child.send_signal(signal.SIGINT)
+    time.sleep(0.05)
+    child.send_signal(signal.SIGINT)
+    out, err = child.communicate(timeout=120)
+    assert child.returncode == 130, err
+    assert "Traceback" not in err
+    assert not (run / ".lock").exists() and not list(run.rglob("*.tmp"))
+    newest = sorted((run / "checkpoints").glob("step-*.pt"))[-1]
+    step = int(newest.stem.split("-")[1])
+    assert main(_train(data, run, "--resume", "--max-steps", str(step + 1), *TINY)) == 0
+    _still_works(run)
