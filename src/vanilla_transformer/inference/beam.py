@@ -4,7 +4,7 @@ $$
 s(Y) = \frac{\log P(Y \mid X)}{lp(Y)}, \qquad lp(Y) = \frac{(5 + |Y|)^{\alpha}}{(5 + 1)^{\alpha}}
 $$
 
-Explained on the [Decoding][decoding-guide] page.
+Taught in the lesson [Decoding][decoding-lesson].
 """
 
 from __future__ import annotations

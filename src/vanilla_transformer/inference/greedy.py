@@ -2,7 +2,7 @@ r"""Greedy decoding: generate a target one token at a time, always taking the mo
 
 $$y_t = \arg\max_{y} P(y \mid y_{<t}, x)$$
 
-Explained on the [Decoding][decoding-guide] page.
+Taught in the lesson [Decoding][decoding-lesson].
 """
 
 from __future__ import annotations

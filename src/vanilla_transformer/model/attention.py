@@ -7,7 +7,7 @@ $$
 $$
 
 where $\mathrm{head}_i = \mathrm{Attention}(Q W_i^Q, K W_i^K, V W_i^V)$ and $d_k = d_{model} / h$.
-Explained on the [Attention][attention-guide] page.
+Taught in the lessons [Attention][attention-lesson] and [Several heads][heads-lesson].
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ PE_{(pos, 2i)} = \sin(pos / 10000^{2i/d_{model}})
 PE_{(pos, 2i+1)} = \cos(pos / 10000^{2i/d_{model}})
 $$
 
-Embeddings are multiplied by $\sqrt{d_{model}}$. Explained on the
-[Embeddings][embeddings-guide] page.
+Embeddings are multiplied by $\sqrt{d_{model}}$. Taught in the lesson
+[Positions][positions-lesson].
 """
 
 from __future__ import annotations

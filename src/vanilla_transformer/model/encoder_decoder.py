@@ -2,8 +2,8 @@
 
 [`make_model`][vanilla_transformer.model.encoder_decoder.make_model] makes one attention module,
 one feed-forward network and one positional encoding, deep-copies them into every place that
-needs one, and gives every weight matrix Xavier-uniform initial values. Explained on the
-[Encoder and decoder][encoder-decoder-guide] page.
+needs one, and gives every weight matrix Xavier-uniform initial values. Taught in the lesson
+[The task and the architecture][architecture-lesson].
 """
 
 from __future__ import annotations

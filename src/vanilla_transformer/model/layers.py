@@ -7,7 +7,8 @@ $$
 \mathrm{FFN}(x) = \max(0, xW_1 + b_1)W_2 + b_2
 $$
 
-Explained on the [Layers][layers-guide] page, which also compares the two LayerNorm flavours.
+Taught in the lesson [Layers and masks][layers-lesson]; the two LayerNorm flavours are
+compared in the appendix of [The Vanilla Transformer explained][layers-guide].
 """
 
 from __future__ import annotations

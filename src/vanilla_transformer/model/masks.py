@@ -10,7 +10,7 @@ between those and keep-masks.
 - source mask: `(batch, 1, src_len)`, hiding padding from every query;
 - target mask: `(batch or 1, tgt_len, tgt_len)`, padding and "no peeking ahead" combined.
 
-Explained on the [Masks][masks-guide] page.
+Taught in the lesson [Layers and masks][layers-lesson].
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@ r"""Label smoothing (paper section 5.4) and the loss of a batch of decoder state
 For the correct class $y$ the target puts $1 - \epsilon_{ls}$ on $y$, nothing on padding and
 $\epsilon_{ls} / (V - 2)$ on each other class; the loss is $KL(target \,\|\, p_{model})$.
 
-Explained on the [Training the copy task][training-guide] page.
+Taught in the lesson [Training][training-lesson]; used on the
+[Training the copy task][training-guide] page.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ A run folder holds `tokenizer.json`, `config.json`, `model.pt` (the averaged mod
   second writer is refused while that process lives, and a lock left by a dead process is
   taken over;
 - a new run never replaces an old one unless told to (`overwrite`);
-- every file is written atomically ([`_io`][vanilla_transformer._io]), so a kill leaves at
+- every file is written atomically (`vanilla_transformer._io`), so a kill leaves at
   worst a temporary file, which the next writer removes.
 
 Explained on the [Training a real translator][translator-guide] page.

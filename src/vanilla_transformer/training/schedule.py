@@ -2,7 +2,8 @@ r"""The learning-rate schedule of paper section 5.3, with Adam.
 
 $$lrate = d_{model}^{-0.5} \cdot \min(step^{-0.5},\ step \cdot warmup^{-1.5})$$
 
-Explained on the [Training the copy task][training-guide] page.
+Taught in the lesson [Training][training-lesson]; used on the
+[Training the copy task][training-guide] page.
 """
 
 from __future__ import annotations
