@@ -83,7 +83,7 @@ _TABLE_FENCE = re.compile(r"^```table[ \t]*\n(?P<body>.*?)\n```[ \t]*$", re.MULT
 _RULE = re.compile(r"^\s*-{3,}\s*$")
 _GUTTER = 2  # columns of printed tables are separated by at least this many spaces
 _NUMBER = re.compile(r"^[-+]?[\d,.]+(e[-+]?\d+)?( ?(%|B|KiB|MiB|GiB|TiB|x|s|ms))?$")
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]|<>#])")
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]|#])")
 
 
 def _is_row(line: str) -> bool:
@@ -109,7 +109,8 @@ def _columns(lines: list[str]) -> list[tuple[int, int]]:
 
 
 def _cell(text: str, bold: bool = False) -> str:
-    text = _MD_SPECIAL.sub(r"\\\1", text.strip())
+    # angle brackets as entities: Markdown has no backslash escape for them (`</s>` stays text)
+    text = _MD_SPECIAL.sub(r"\\\1", text.strip()).replace("<", "&lt;").replace(">", "&gt;")
     return f"**{text}**" if bold and text else text
 
 
