@@ -54,7 +54,7 @@ def draw_layer(layer: int) -> plt.Figure:
         ax.set_yticks(range(len(rows)), rows, fontsize=11)
     german = "".join(rows[:-1]).lstrip("▁")
     fig.suptitle(f"{number_words(NUMBER)}\n-> {german}\n"
-                 "attention weight: white 0, darkest 1", fontsize=12)
+                 "attention weight: the stronger the colour, the more", fontsize=12)
     return fig
 
 
