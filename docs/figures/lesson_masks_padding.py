@@ -1,0 +1,36 @@
+"""The source padding mask of a real batch: two English numbers, right-padded to one length.
+
+Each row is one sentence's mask, `(batch, 1, src_len)` with the size-1 axis dropped: 1 where the
+key is a real token (may attend), 0 where it is padding. Tokens from the trained translator's
+shared vocabulary (docs/assets/translator/tokenizer.json).
+"""
+
+from __future__ import annotations
+
+import runpy
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+
+from vanilla_transformer.data import SharedTokenizer, collate_batch
+from vanilla_transformer.data.tokenizer import BOS, EOS, PAD
+
+COMMON = runpy.run_path(str(Path(__file__).with_name("_lesson_common.py")))
+PAIRS = [("four hundred and forty-one", "vierhunderteinundvierzig"), ("five", "fünf")]
+
+
+def draw() -> plt.Figure:
+    tok = SharedTokenizer.load(COMMON["TRANSLATOR"] / "tokenizer.json")
+    batch = collate_batch([(tok.encode(e) + [EOS], tok.encode(g)) for e, g in PAIRS], PAD,
+                          bos=BOS, eos=EOS)
+    name = tok.tokenizer.id_to_token
+    fig, axes = plt.subplots(2, 1, figsize=(5.2, 3.4), layout="constrained")
+    for i, ax in enumerate(axes):
+        tokens = [name(t) for t in batch.src[i].tolist()]
+        COMMON["draw_mask"](ax, batch.src_mask[i], tokens, ["every query"],
+                            f"sentence {i + 1}: src_mask[{i}], shape (1, {len(tokens)})")
+    return fig
