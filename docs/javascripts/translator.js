@@ -603,6 +603,7 @@
       layer: q("#explorer-layer", "select"), head: q("#explorer-head", "select"),
       cell: q("#explorer-cell"), step: q("#explorer-step", "button"),
       restart: q("#explorer-restart", "button"), finish: q("#explorer-finish", "button"),
+      hint: q("#explorer-hint"),
       topk: q("#explorer-topk", "ol"), checkpoint: q("#explorer-checkpoint", "input", "99"),
       checkpointLabel: q("#explorer-checkpoint-label"),
       replayOff: q("#explorer-replay-off", "button"),
@@ -724,6 +725,9 @@
       root.dataset.done = v.done ? "1" : "0";
       el.step.disabled = v.done;
       el.finish.disabled = v.done;
+      el.hint.textContent = v.done ?
+        "Decoding has finished. Start over to write the output one token at a time." :
+        "The five most probable next tokens, after the tokens written so far:";
       el.topk.replaceChildren.apply(el.topk, v.candidates.map(function (c, rank) {
         var item = document.createElement("li");
         var token = current.model.tokenizer.tokens([c.id])[0];
