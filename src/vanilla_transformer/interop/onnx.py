@@ -168,10 +168,10 @@ def export_onnx(
     attention ([`attention`][vanilla_transformer.model.attention.attention]) in eval mode, so
     they hold only standard ONNX operators. The model itself is left as it was.
 
-    The default exporter is PyTorch's TorchScript-based one (`dynamo=False`): with torch 2.13
-    it exports the test model in about a second, where the `torch.export`-based one
-    (`dynamo=True`, which needs `onnxscript` and an opset of at least 18) takes 15 to 25
-    seconds. Both give the same graphs' outputs to within float rounding.
+    The default exporter is PyTorch's TorchScript-based one (`dynamo=False`): in our runs with
+    torch 2.13 on a CPU it exported the test model in about a second, where the
+    `torch.export`-based one (`dynamo=True`, which needs `onnxscript` and an opset of at least
+    18) took 15 to 25 seconds. Both give the same graphs' outputs to within float rounding.
 
     Args:
         model: the model to export.
