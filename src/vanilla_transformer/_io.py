@@ -4,8 +4,9 @@ A save that is killed halfway must never leave a truncated file where a good one
 file the package saves whole (checkpoints, a run's state and settings, TSV corpora, the
 tokenizer, ONNX graphs) goes to a temporary file in the same folder, is flushed to disk, and
 then replaces the target in one `os.replace`. Files that grow line by line are the exception:
-a run's `metrics.jsonl` and the output of `translate --output` as it streams are appended in
-place, so a kill can cut their last line short; a run folder's lock file is created in place.
+a run's `metrics.jsonl`, and the `--output` file of `translate RUN` while it translates
+standard input, are written in place a line at a time, so a kill can cut their last line
+short; a run folder's lock file is created in place.
 """
 
 from __future__ import annotations
