@@ -1,4 +1,4 @@
-r"""Argument checks shared by every module.
+r"""Argument checks shared by the package's modules.
 
 Each check raises a `ValueError` or `TypeError` whose message names the bad value and what was
 expected. The public entry points call them once, before any tensor work; the layers inside the

@@ -174,6 +174,22 @@ def test_export_leaves_the_model_as_it_was(tmp_path):
     assert after == before
 
 
+def test_a_failed_export_leaves_the_old_graphs_whole(tmp_path, monkeypatch):
+    model = make_model(VOCAB, VOCAB, N=1, d_model=16, d_ff=32, h=2)
+    export_onnx(model, tmp_path)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+
+    def half_then_fail(graph, args, f, **options):
+        with open(f, "wb") as out:
+            out.write(b"half a graph")
+        raise RuntimeError("killed halfway")
+
+    monkeypatch.setattr(torch.onnx, "export", half_then_fail)
+    with pytest.raises(RuntimeError, match="killed halfway"):
+        export_onnx(model, tmp_path)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
 @pytest.mark.parametrize("model, out_dir, options, error, match", [
     ("not a model", None, {}, TypeError, "EncoderDecoder"),
     (torch.nn.Linear(2, 2), None, {}, TypeError, "EncoderDecoder"),

@@ -54,7 +54,8 @@ class FlopCount(Breakdown):
 
     @property
     def training_total(self) -> int:
-        """FLOPs of one training step: forward plus a backward pass of twice the forward."""
+        """FLOPs of one training step, estimated as three forward passes: the usual rule of
+        thumb that a backward pass costs about twice the forward (not counted here)."""
         return 3 * self.total
 
     def table(self) -> str:

@@ -311,7 +311,7 @@ def source_terms(d_model: int = 512, vocab: int = 0) -> dict[str, int]:
     - 5.2 feed-forward: 12 blocks of $d \\cdot 4d + 4d + 4d \\cdot d + d = 8d^2 + 5d$:
       $96d^2 + 60d$.
     - 5.3 LayerNorm: $6 \\cdot 2 + 6 \\cdot 3 + 2 = 32$ blocks of $2d$: $64d$.
-    - 5.4 embeddings: **one** $vocab \\times d$ matrix, because the source assumes the source
+    - 5.4 embeddings: **one** $vocab \\times d$ matrix, because the article assumes the source
       embedding, the target embedding and the generator share it, and that the generator has
       no bias.
 

@@ -1,6 +1,6 @@
 r"""Shape tracing: the tensor shapes that enter and leave every module in one real forward pass.
 
-Every sublayer keeps the model's width (paper section 3), and attention splits it into $h$
+Every sublayer keeps the model's width (paper section 3.1), and attention splits it into $h$
 heads (section 3.2.2):
 
 $$

@@ -3,7 +3,9 @@
 A [`Batch`][vanilla_transformer.data.batching.Batch] splits the target into the decoder input
 `tgt` (every token but the last) and the tokens to predict `tgt_y` (every token but the first).
 
-Explained on the *Source code exploration* page.
+Explained in the *Masks, batches and copy-task data* section of the
+[Source code exploration][transformer-source-code-exploration] page; the masks are taught in the
+lesson [Layers and masks][masks].
 """
 
 from __future__ import annotations

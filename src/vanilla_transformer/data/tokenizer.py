@@ -3,7 +3,8 @@
 Byte-pair encoding starts from single characters and merges the most frequent adjacent pair
 until the vocabulary has the size asked for. One vocabulary for both languages is what lets the
 paper tie the embeddings and the pre-softmax projection (section 3.4). Words are marked with
-`▁` (Metaspace), so decoding gives back the spaces exactly. Ids 0 to 3 are the special tokens
+`▁` (Metaspace), so decoding gives back the spaces between words, doubled ones included; a
+space at the very start is dropped. Ids 0 to 3 are the special tokens
 `<pad>`, `<s>`, `</s>` and `<unk>`.
 
 Explained on the [Training a real translator][translator-guide] page.
@@ -42,6 +43,8 @@ class SharedTokenizer:
         >>> ids = tok.encode("twenty-one")
         >>> tok.decode(ids), tok.decode([1, *ids, 2, 0])
         ('twenty-one', 'twenty-one')
+        >>> [tok.decode(tok.encode(t)) for t in ("one  eins ", " one")]
+        ['one  eins ', 'one']
     """
 
     def __init__(self, tokenizer: object) -> None:

@@ -113,8 +113,9 @@ def batch_masks_to_torch(batch: Batch) -> TorchMasks:
     combines target padding with the causal mask, is split back into its two parts: a causal
     `tgt_mask` and a `tgt_key_padding_mask` read from `batch.tgt` and `batch.pad`. Together they
     block exactly the positions `batch.tgt_mask` blocks (checked), so `nn.Transformer` and the
-    package agree at every position, padded ones included. The source's `create_mask` in the
-    PyTorch tutorial returns the same masks (plus an all-False `src_mask`, which blocks nothing).
+    package agree at every position, padded ones included. The `create_mask` of PyTorch's
+    translation tutorial returns masks of the same meaning (its causal mask is a float one,
+    0 / `-inf`, and it adds an all-False `src_mask`, which blocks nothing).
 
     Args:
         batch: a batch with a target (`Batch(src, tgt, pad)`).

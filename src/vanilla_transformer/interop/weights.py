@@ -302,8 +302,11 @@ def to_torch(model: nn.Module, *, allow_no_final_norm: bool = False) -> nn.Modul
     holding its encoder and decoder stacks (not the embeddings or generator, which
     `nn.Transformer` does not have); an `Encoder`, `Decoder`, `EncoderLayer`, `DecoderLayer` or
     `MultiHeadedAttention` becomes its `torch.nn` counterpart. The result has `batch_first=True`,
-    activation relu, the same `norm_first`, dropout and LayerNorm eps, the same device and dtype,
-    and the same training/eval mode.
+    activation relu, the same `norm_first` and LayerNorm eps, the same device and dtype, the same
+    training/eval mode, and the sublayer-output dropout rate. A `torch.nn` layer applies that one
+    rate to the attention weights and the feed-forward hidden activations too, so a model whose
+    `attn_dropout` or `ff_dropout` differs from its `dropout` (the paper presets set them to 0)
+    computes the same function only in eval mode or with all dropout at 0.
 
     Args:
         model: the package module.

@@ -1,6 +1,6 @@
-"""The model of "Attention Is All You Need", one concept per file, in the order of the paper.
+"""The model of "Attention Is All You Need", one concept per file.
 
-Read top to bottom: `masks` (which keys a query may see), `attention` (scaled dot-product and
+Read from the building blocks up: `masks` (which keys a query may see), `attention` (scaled dot-product and
 multi-head attention, section 3.2), `layers` (LayerNorm, the residual sublayer and the
 feed-forward network, sections 3.1 and 3.3), `embeddings` (token embeddings, positional
 encoding and the generator, sections 3.4 and 3.5), `encoder`, `decoder`, and `encoder_decoder`,

@@ -76,13 +76,18 @@ def attention(
 
     Returns:
         `(output, weights)`: the output `(..., query_len, d_v)` and the attention weights
-        `(..., query_len, key_len)`, whose rows sum to 1.
+        `(..., query_len, key_len)`, whose rows sum to 1 unless `dropout` is training (then
+        they are the weights after dropout, some zeroed and the rest scaled by `1 / (1 - p)`).
 
     Examples:
         >>> q = k = v = torch.randn(2, 5, 8)
         >>> out, w = attention(q, k, v)
-        >>> out.shape, w.shape
-        (torch.Size([2, 5, 8]), torch.Size([2, 5, 5]))
+        >>> out.shape, w.shape, torch.allclose(w.sum(-1), torch.ones(2, 5))
+        (torch.Size([2, 5, 8]), torch.Size([2, 5, 5]), True)
+        >>> mask = torch.tensor([[True, True, False, False, False]])
+        >>> w = attention(q, k, v, mask=mask)[1]
+        >>> bool((w[..., 2:] == 0).all()), torch.allclose(w.sum(-1), torch.ones(2, 5))
+        (True, True)
     """
     d_k = query.size(-1)
     scores = torch.matmul(query, key.transpose(-2, -1)) / math.sqrt(d_k)
@@ -106,7 +111,8 @@ class MultiHeadedAttention(nn.Module):
         keep_attn: keep the last attention weights in `.attn`.
         fast: when the weights are not kept, compute attention with
             [`fast_attention`][vanilla_transformer.model.fast.fast_attention] (the same function
-            by a fused kernel); `False` always uses
+            by a fused kernel, except in a query row whose every key is masked); `False` always
+            uses
             [`attention`][vanilla_transformer.model.attention.attention].
 
     Attributes:

@@ -2,7 +2,7 @@
 
 When the decoder generates token `t`, the keys and values of positions `0..t-1` are the same as
 at the step before; the cache keeps them so that each step projects only the new position.
-Taught in the lesson [Decoding][decoding-lesson].
+Taught in the lesson [Decoding][cached-decoding].
 """
 
 from __future__ import annotations

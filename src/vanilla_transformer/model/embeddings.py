@@ -62,9 +62,11 @@ class Embeddings(nn.Module):
 def sinusoid_table(max_len: int, d_model: int) -> torch.Tensor:
     """The sinusoidal positional-encoding table.
 
-    Even features hold sines and odd features cosines; their wavelengths form a geometric
-    progression from $2\\pi$ to $10000 \\cdot 2\\pi$. An odd `d_model` is supported (the last
-    feature is a sine).
+    Even features hold sines and odd features cosines; pair `i` has the wavelength
+    $2\\pi \\cdot 10000^{2i/d_{model}}$, a geometric progression from $2\\pi$ towards the
+    paper's $10000 \\cdot 2\\pi$ (the last pair reaches $2\\pi \\cdot 10000^{(d_{model}-2)/d_{model}}$:
+    $2\\pi \\cdot 9647$ for `d_model = 512`). An odd `d_model` is supported (the last feature is a
+    sine).
 
     Args:
         max_len: number of positions.
@@ -77,6 +79,11 @@ def sinusoid_table(max_len: int, d_model: int) -> torch.Tensor:
         >>> pe = sinusoid_table(50, 16)
         >>> pe.shape, pe[0, :4].tolist()
         (torch.Size([50, 16]), [0.0, 1.0, 0.0, 1.0])
+        >>> two_i = torch.arange(0, 16, 2)  # pair i's frequency is 1 / 10000^(2i/d_model)
+        >>> torch.allclose(pe[1, 0::2], torch.sin(10000 ** (-two_i / 16)))
+        True
+        >>> round(10000 ** (510 / 512))  # the last pair's wavelength / 2 pi, d_model = 512
+        9647
     """
     check_non_negative_int("max_len", max_len)
     check_positive_int("d_model", d_model)

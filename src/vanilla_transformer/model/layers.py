@@ -7,8 +7,9 @@ $$
 \mathrm{FFN}(x) = \max(0, xW_1 + b_1)W_2 + b_2
 $$
 
-Taught in the lesson [Layers and masks][layers-lesson]; the two LayerNorm flavours are
-compared in the appendix of [The Vanilla Transformer explained][layers-guide].
+Taught in the lesson [Layers and masks][residual-and-norm]; the two LayerNorm flavours are
+compared in the *Layer normalisation* section of
+[The Vanilla Transformer explained][layers-guide].
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ class LayerNorm(nn.Module):
 
     where $\mu$ is the mean and $s$ the **unbiased** standard deviation of the last axis, and
     $\epsilon$ is **added to the standard deviation**. This differs slightly from
-    `torch.nn.LayerNorm`; see the module notes above.
+    `torch.nn.LayerNorm`, whose differences
+    [`make_layer_norm`][vanilla_transformer.model.layers.make_layer_norm] lists.
 
     Args:
         features: size of the last axis (`d_model`).
@@ -160,7 +162,9 @@ class PositionwiseFeedForward(nn.Module):
     r"""The position-wise feed-forward network $\mathrm{FFN}(x) = \max(0, xW_1 + b_1)W_2 + b_2$.
 
     Applied to every position separately and identically: two linear maps with a ReLU between,
-    widening from `d_model` to `d_ff` and back. Dropout is applied to the hidden activations.
+    widening from `d_model` to `d_ff` and back. Dropout is applied to the hidden activations, as
+    in the Annotated Transformer (the paper's section 5.4 names dropout only on each sub-layer's
+    output and on the embedding sums).
 
     Args:
         d_model: input and output width.

@@ -1,4 +1,8 @@
-r"""Attention masks: which keys a query may look at (paper section 3.2.3).
+r"""Attention masks: which keys a query may look at.
+
+The subsequent mask is the paper's (section 3.2.3: illegal connections in the decoder's
+self-attention are masked out before the softmax); the padding mask is not in the paper, which
+does not say how batches of unequal lengths are padded.
 
 Every mask in this package is a **keep-mask**: `True` (or non-zero) marks a key the query
 **may attend to**. `torch.nn.functional.scaled_dot_product_attention` reads a boolean
@@ -10,7 +14,7 @@ between those and keep-masks.
 - source mask: `(batch, 1, src_len)`, hiding padding from every query;
 - target mask: `(batch or 1, tgt_len, tgt_len)`, padding and "no peeking ahead" combined.
 
-Taught in the lesson [Layers and masks][layers-lesson].
+Taught in the lesson [Layers and masks][masks].
 """
 
 from __future__ import annotations

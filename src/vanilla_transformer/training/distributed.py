@@ -21,6 +21,7 @@ import torch.multiprocessing as mp
 from torch.nn.parallel import DistributedDataParallel
 
 from .._checks import check_non_negative_int, check_positive_int
+from .._io import atomic_torch_save
 from ..data.batching import Batch
 from ..data.copy_task import PAD, data_gen
 from ..model.encoder_decoder import EncoderDecoder
@@ -269,8 +270,9 @@ def _local_worker(rank: int, world_size: int, port: int, config: CopyTaskConfig,
                       WORLD_SIZE=str(world_size), LOCAL_RANK=str(rank))
     torch.set_num_threads(threads)
     run = train_distributed(config, backend="gloo", timeout=timeout)
-    torch.save({"losses": run.losses, "state_dict": run.model.state_dict(),
-                "train_state": vars(run.train_state)}, os.path.join(out_dir, f"rank{rank}.pt"))
+    atomic_torch_save({"losses": run.losses, "state_dict": run.model.state_dict(),
+                       "train_state": vars(run.train_state)},
+                      os.path.join(out_dir, f"rank{rank}.pt"))
 
 
 def run_local(

@@ -94,8 +94,8 @@ def run_epoch(
 
     Batches are taken `accum_iter` at a time (a *window*). In training, each batch's loss is
     divided by the number of target tokens in the whole window before `backward()`, so after the
-    window the accumulated gradient is exactly the gradient of the mean loss per token over the
-    window's combined batch; when every batch holds the same number of tokens this is the same
+    window the accumulated gradient is the gradient of the mean loss per token over the
+    window's combined batch (equal up to float rounding: the sums are taken in another order); when every batch holds the same number of tokens this is the same
     as scaling each batch's mean loss by `1 / accum_iter`. The optimizer and the scheduler then
     step once. A last, shorter window is stepped too, so no gradient leaks into the next epoch.
 

@@ -7,8 +7,10 @@ A run folder holds `tokenizer.json`, `config.json`, `model.pt` (the averaged mod
   second writer is refused while that process lives, and a lock left by a dead process is
   taken over;
 - a new run never replaces an old one unless told to (`overwrite`);
-- every file is written atomically (`vanilla_transformer._io`), so a kill leaves at
-  worst a temporary file, which the next writer removes.
+- every file but `metrics.jsonl` and the lock is written atomically (`vanilla_transformer._io`),
+  so a kill leaves at worst a temporary file, which the next writer removes; `metrics.jsonl`
+  is appended a line per step, so a kill can cut its last line short, and a resumed run
+  rewrites it (atomically) without that line and without the lines after its checkpoint.
 
 Explained on the [Training a real translator][translator-guide] page.
 """

@@ -2,7 +2,7 @@ r"""The learning-rate schedule of paper section 5.3, with Adam.
 
 $$lrate = d_{model}^{-0.5} \cdot \min(step^{-0.5},\ step \cdot warmup^{-1.5})$$
 
-Taught in the lesson [Training][training-lesson]; used on the
+Taught in the lesson [Training][recipe]; used on the
 [Training the copy task][training-guide] page.
 """
 
@@ -27,9 +27,12 @@ def _check_positive_number(name: str, value: object) -> float:
 
 
 def rate(step: int, model_size: int, factor: float, warmup: int) -> float:
-    r"""The learning rate of paper section 5.3 at optimizer step `step`.
+    r"""The learning rate of paper section 5.3 at optimizer step `step`, times `factor`.
 
     $$lrate = factor \cdot d_{model}^{-0.5} \cdot \min(step^{-0.5},\ step \cdot warmup^{-1.5})$$
+
+    `factor` is the Annotated Transformer's extra multiplier; the paper's formula has none, so
+    `factor = 1` gives the paper's rate.
 
     It grows linearly for the first `warmup` steps and then decays with the inverse square root
     of the step; the peak, at `step == warmup`, is `factor / sqrt(model_size * warmup)`.
@@ -40,7 +43,7 @@ def rate(step: int, model_size: int, factor: float, warmup: int) -> float:
     Args:
         step: the optimizer step, an int >= 0.
         model_size: `d_model`.
-        factor: a constant scale (the paper uses 1).
+        factor: a constant scale (the Annotated Transformer's; `1` is the paper's formula).
         warmup: number of warm-up steps (the paper uses 4000).
 
     Returns:
@@ -54,6 +57,8 @@ def rate(step: int, model_size: int, factor: float, warmup: int) -> float:
         >>> from vanilla_transformer.training import rate
         >>> round(rate(4000, model_size=512, factor=1.0, warmup=4000), 7)
         0.0006988
+        >>> math.isclose(rate(4000, 512, 2.0, 4000), 2.0 / math.sqrt(512 * 4000))
+        True
         >>> rate(0, 512, 1.0, 4000) == rate(1, 512, 1.0, 4000)
         True
         >>> opt = torch.optim.Adam(nn.Linear(2, 2).parameters(), lr=1.0, betas=(0.9, 0.98))
@@ -85,7 +90,7 @@ def make_optimizer(
     Args:
         model: the module whose parameters to train.
         d_model: the model width used by the schedule.
-        factor: the schedule's scale.
+        factor: the schedule's extra multiplier (`1`, the default, is the paper's rate).
         warmup: the schedule's warm-up steps.
 
     Returns:
@@ -93,6 +98,7 @@ def make_optimizer(
 
     Raises:
         ValueError: if `d_model`, `factor` or `warmup` is not positive.
+        TypeError: if one of them has the wrong type.
 
     Examples:
         >>> from vanilla_transformer.training import make_optimizer, rate
