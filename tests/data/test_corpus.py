@@ -17,6 +17,7 @@ from vanilla_transformer.data.corpus import (
     StreamingTokenBatches,
     TokenizedCorpus,
     iter_tsv,
+    sample_tsv,
     tokenize_corpus,
 )
 from vanilla_transformer.data.token_batches import epoch_order, make_token_batches
@@ -155,7 +156,7 @@ def test_a_bad_line_is_named_and_leaves_no_folder(tmp_path):
 def test_a_damaged_folder_is_refused(tmp_path):
     with pytest.raises(ValueError, match="not a tokenised corpus"):
         TokenizedCorpus(tmp_path)
-    corpus, _, tok, tsv = corpus_and_pairs()
+    _, _, tok, tsv = corpus_and_pairs()
     folder = tokenize_corpus(tsv, tok, tmp_path / "ids").folder
     with open(folder / "tgt.bin", "r+b") as f:
         f.truncate(8)
@@ -182,3 +183,19 @@ def test_bad_arguments_are_refused(kwargs, error, word):
         StreamingTokenBatches([([5], [6])], 100, pad=PAD, bos=BOS, eos=EOS)
     with pytest.raises(IndexError, match="position"):
         StreamingTokenBatches(corpus, 100, pad=PAD, bos=BOS, eos=EOS).indices(0, 10**6)
+
+
+def test_sample_tsv_draws_k_pairs_in_file_order(tmp_path):
+    pairs = [(f"s{i}", f"t{i}") for i in range(500)]
+    tsv = write_tsv(tmp_path / "a.tsv", pairs)
+    sample = sample_tsv(tsv, 50, seed=1)
+    assert len(sample) == 50 and len(set(sample)) == 50
+    positions = [pairs.index(p) for p in sample]
+    assert positions == sorted(positions)
+    assert sample == sample_tsv(tsv, 50, seed=1) != sample_tsv(tsv, 50, seed=2)
+    assert sample_tsv(tsv, 1000) == pairs
+    # every pair is equally likely: over many draws, the late half is kept about as often
+    late = sum(int(s[0][1:]) >= 250 for seed in range(40) for s in sample_tsv(tsv, 50, seed=seed))
+    assert 0.4 < late / (40 * 50) < 0.6
+    with pytest.raises(ValueError, match="k must be a positive int"):
+        sample_tsv(tsv, 0)

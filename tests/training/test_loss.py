@@ -11,7 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
-from vanilla_transformer.training import LabelSmoothing, SimpleLossCompute, label_smoothed_kl
+from vanilla_transformer.training import (
+    LabelSmoothing,
+    SimpleLossCompute,
+    label_smoothed_kl,
+)
 
 V = 7
 

@@ -25,6 +25,7 @@ import array
 import hashlib
 import json
 import os
+import random
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -40,6 +41,7 @@ from .tokenizer import SharedTokenizer
 __all__ = [
     "CORPUS_FORMAT",
     "iter_tsv",
+    "sample_tsv",
     "tokenize_corpus",
     "TokenizedCorpus",
     "StreamingTokenBatches",
@@ -94,6 +96,49 @@ def iter_tsv(path: str | os.PathLike[str]) -> Iterator[tuple[str, str]]:
             yield src, tgt
     if not found:
         raise ValueError(f"{name}: empty file, no source<TAB>target lines")
+
+
+def sample_tsv(
+    path: str | os.PathLike[str], k: int, *, seed: int = 0
+) -> list[tuple[str, str]]:
+    """`k` pairs drawn uniformly from a `source<TAB>target` file in one pass (reservoir sampling),
+    in file order; every pair if the file holds at most `k`.
+
+    A byte-pair vocabulary learned from a sample of a large corpus is nearly the one learned
+    from all of it, in a fraction of the time: train the tokenizer on
+    `[s for pair in sample_tsv(path, 100_000) for s in pair]`.
+
+    Args:
+        path: the corpus (see `iter_tsv`).
+        k: how many pairs to keep.
+        seed: seeds the draw.
+
+    Returns:
+        The sampled pairs.
+
+    Raises:
+        ValueError: for a bad file (see `iter_tsv`) or a non-positive `k`.
+
+    Examples:
+        >>> import tempfile, os
+        >>> from vanilla_transformer.data import write_tsv
+        >>> from vanilla_transformer.data.corpus import sample_tsv
+        >>> path = write_tsv(os.path.join(tempfile.mkdtemp(), "a.tsv"),
+        ...                  [(str(i), str(-i)) for i in range(100)])
+        >>> len(sample_tsv(path, 10)), sample_tsv(path, 10) == sample_tsv(path, 10)
+        (10, True)
+    """
+    check_positive_int("k", k)
+    rng = random.Random(seed)
+    kept: list[tuple[int, tuple[str, str]]] = []
+    for i, pair in enumerate(iter_tsv(path)):
+        if i < k:
+            kept.append((i, pair))
+        else:
+            j = rng.randrange(i + 1)
+            if j < k:
+                kept[j] = (i, pair)
+    return [pair for _, pair in sorted(kept)]
 
 
 def _fingerprint(path: Path, tokenizer: SharedTokenizer) -> dict[str, Any]:
