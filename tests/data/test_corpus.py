@@ -16,6 +16,7 @@ from vanilla_transformer.data import number_pairs, train_tokenizer, write_tsv
 from vanilla_transformer.data.corpus import (
     StreamingTokenBatches,
     TokenizedCorpus,
+    _word_encoder,
     iter_tsv,
     sample_tsv,
     tokenize_corpus,
@@ -199,3 +200,15 @@ def test_sample_tsv_draws_k_pairs_in_file_order(tmp_path):
     assert 0.4 < late / (40 * 50) < 0.6
     with pytest.raises(ValueError, match="k must be a positive int"):
         sample_tsv(tsv, 0)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.text(alphabet=st.sampled_from(list("ab einszwö▁-,\u00e9\u4e2d") + [" "]),
+                        min_size=1, max_size=30).map(str.strip).filter(bool),
+                min_size=1, max_size=8))
+def test_the_word_cache_gives_the_tokenizers_ids(texts):
+    _, _, tok, _ = corpus_and_pairs()
+    encode = _word_encoder(tok)
+    assert encode is not tok.encode_batch  # the package's tokenizer takes the cached path
+    assert encode(texts) == tok.encode_batch(texts)
+    assert encode(texts) == tok.encode_batch(texts)  # with the cache filled

@@ -27,7 +27,7 @@ import json
 import os
 import random
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -225,11 +225,55 @@ def tokenize_corpus(
     return TokenizedCorpus(folder)
 
 
+_WORD_CACHE_LIMIT = 1_000_000
+
+
+def _word_encoder(tokenizer: SharedTokenizer) -> Callable[[list[str]], list[list[int]]]:
+    """`tokenizer.encode_batch`, or a faster equivalent that encodes each distinct word once.
+
+    The package's tokenizer replaces every space with `▁` and splits before it (Metaspace), with
+    no normaliser, so byte-pair merges never cross a space: a sentence's ids are its
+    space-separated words' ids, each word encoded alone (an empty word, between two spaces,
+    is a lone `▁`). Sentences that hold `▁` themselves are encoded whole. Any other tokenizer
+    gets `encode_batch`. In our runs on number words the cache took about a quarter of the
+    CPU time of `encode_batch`.
+    """
+    t = tokenizer.tokenizer
+    pre = t.pre_tokenizer
+    model = t.model
+    if (t.normalizer is not None or type(pre).__name__ != "Metaspace"
+            or getattr(pre, "replacement", None) != "\u2581" or not getattr(pre, "split", False)
+            or getattr(pre, "prepend_scheme", None) != "always"
+            or type(model).__name__ != "BPE" or getattr(model, "dropout", None)):
+        return tokenizer.encode_batch
+    cache: dict[str, list[int]] = {}
+
+    def encode(texts: list[str]) -> list[list[int]]:
+        if len(cache) > _WORD_CACHE_LIMIT:
+            cache.clear()
+        out = []
+        for text in texts:
+            if "\u2581" in text:
+                out.append(tokenizer.encode(text))
+                continue
+            ids: list[int] = []
+            for word in text.split(" "):
+                piece = cache.get(word)
+                if piece is None:
+                    piece = cache[word] = tokenizer.encode(word or " ")
+                ids += piece
+            out.append(ids)
+        return out
+
+    return encode
+
+
 def _write_ids(path: Path, tokenizer: SharedTokenizer, out: Path, chunk_size: int) -> dict:
     files = [open(out / name, "wb") for name in _FILES]
     src_f, tgt_f, src_off_f, tgt_off_f = files
     ends = [0, 0]
     pairs = 0
+    encode_batch = _word_encoder(tokenizer)
     try:
         array.array("q", [0]).tofile(src_off_f)
         array.array("q", [0]).tofile(tgt_off_f)
@@ -237,7 +281,7 @@ def _write_ids(path: Path, tokenizer: SharedTokenizer, out: Path, chunk_size: in
 
         def flush() -> None:
             for side, (ids_f, off_f) in enumerate(((src_f, src_off_f), (tgt_f, tgt_off_f))):
-                encoded = tokenizer.encode_batch([pair[side] for pair in chunk])
+                encoded = encode_batch([pair[side] for pair in chunk])
                 flat = array.array("i", [t for ids in encoded for t in ids])
                 flat.tofile(ids_f)
                 offsets = array.array("q")
