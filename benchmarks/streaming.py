@@ -21,7 +21,8 @@ threads): on a machine shared with other work the second says what an idle one w
     .venv/bin/python benchmarks/streaming.py                        # 20,000 and 2,000,000 pairs
     .venv/bin/python benchmarks/streaming.py --pairs 20000 --variants streaming   # a smoke test
 
-Results: `benchmarks/results/streaming.json`.
+Results: `benchmarks/results/streaming.json`, one entry of `runs` per invocation (appended; the
+Performance page reads the last result of each variant and size).
 """
 
 from __future__ import annotations
@@ -201,6 +202,8 @@ def main() -> None:
     parser.add_argument("--tokenizer-sample", type=int, default=100_000,
                         help="streaming: train the tokenizer on this many sampled pairs (0: all)")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--fresh", action="store_true",
+                        help="start the results file over instead of appending this run")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--tsv", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -232,8 +235,11 @@ def main() -> None:
         "command": "benchmarks/streaming.py " + " ".join(sys.argv[1:]),
         "pairs": results,
     }
+    # each run is appended: the wall times of a shared machine are worth comparing across runs
+    previous = json.loads(args.out.read_text()) if args.out.is_file() and not args.fresh else {}
+    runs = previous.get("runs", [])
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    args.out.write_text(json.dumps({**previous, "runs": [*runs, report]}, indent=2) + "\n")
     print(f"wrote {args.out}")
 
 
