@@ -1,13 +1,21 @@
-"""Label smoothing and SimpleLossCompute, against PyTorch's cross-entropy and KL divergence."""
+"""Label smoothing, its fused form and SimpleLossCompute, against PyTorch's cross-entropy and KL divergence."""
 
 from __future__ import annotations
+
+import functools
 
 import pytest
 import torch
 import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from torch import nn
 
-from vanilla_transformer.training import LabelSmoothing, SimpleLossCompute
+from vanilla_transformer.training import (
+    LabelSmoothing,
+    SimpleLossCompute,
+    label_smoothed_kl,
+)
 
 V = 7
 
@@ -186,3 +194,153 @@ def test_probabilities_instead_of_log_probabilities_are_refused():
     with pytest.raises(ValueError, match="target ids must lie in .* found id 5"):
         crit(probs.log(), torch.tensor([1, 2, 5]))
     assert crit(probs.log(), torch.tensor([1, 2, 3])) >= 0
+
+
+# --------------------------------------------------------------------------- label_smoothed_kl
+
+
+@st.composite
+def loss_inputs(draw):
+    size = draw(st.integers(3, 40))
+    rows = draw(st.integers(0, 30))
+    padding_idx = draw(st.integers(0, size - 1))
+    smoothing = draw(st.sampled_from([0.0, 0.1, 0.25, 0.6, 0.95]))
+    seed = draw(st.integers(0, 2**31 - 1))
+    generator = torch.Generator().manual_seed(seed)
+    x = (3 * torch.randn(rows, size, generator=generator, dtype=torch.float64)).log_softmax(-1)
+    target = torch.randint(0, size, (rows,), generator=generator)
+    target[torch.rand(rows, generator=generator) < 0.3] = padding_idx
+    return x, target, padding_idx, smoothing
+
+
+@settings(max_examples=60, deadline=None)
+@given(loss_inputs())
+def test_label_smoothed_kl_equals_label_smoothing_value_and_gradient(inputs):
+    x, target, padding_idx, smoothing = inputs
+    for dtype, tol in ((torch.float64, 1e-10), (torch.float32, 1e-5)):
+        a = x.to(dtype).clone().requires_grad_(True)
+        b = x.to(dtype).clone().requires_grad_(True)
+        expected = LabelSmoothing(x.size(1), padding_idx, smoothing)(a, target)
+        fused = label_smoothed_kl(b, target, padding_idx, smoothing)
+        torch.testing.assert_close(fused, expected, rtol=tol, atol=tol)
+        expected.backward()
+        fused.backward()
+        assert a.grad is not None and b.grad is not None
+        torch.testing.assert_close(b.grad, a.grad, rtol=0, atol=0)  # both are exactly -t
+
+
+@pytest.mark.parametrize("padding_idx", [0, 3, V - 1])
+def test_label_smoothed_kl_ignores_padding_rows_and_the_padding_column(padding_idx):
+    target = torch.tensor([padding_idx, 2 if padding_idx != 2 else 1, padding_idx])
+    x = torch.randn(3, V).log_softmax(-1)
+    x[0] = float("-inf")  # a padding row the model gives no probability at all
+    x[1, padding_idx] = float("-inf")  # no probability on the padding class of a real row
+    x.requires_grad_(True)
+    loss = label_smoothed_kl(x, target, padding_idx, 0.2)
+    assert torch.isfinite(loss)
+    loss.backward()
+    assert torch.isfinite(x.grad).all()
+    assert torch.all(x.grad[0] == 0) and torch.all(x.grad[2] == 0)
+    assert torch.all(x.grad[:, padding_idx] == 0)
+    torch.testing.assert_close(loss, LabelSmoothing(V, padding_idx, 0.2)(x.detach(), target))
+    # only the real row counts: the loss equals that row's alone
+    torch.testing.assert_close(loss, label_smoothed_kl(x[1:2].detach(), target[1:2], padding_idx,
+                                                       0.2))
+
+
+def test_label_smoothed_kl_of_an_all_padding_or_empty_batch_is_zero():
+    assert label_smoothed_kl(torch.full((4, V), -50.0), torch.zeros(4, dtype=torch.long), 0,
+                             0.1).item() == 0.0
+    empty = torch.zeros(0, V, requires_grad=True)
+    loss = label_smoothed_kl(empty, torch.zeros(0, dtype=torch.long), 0, 0.1)
+    loss.backward()
+    assert loss.item() == 0.0 and empty.grad.shape == (0, V)
+
+
+def test_label_smoothed_kl_of_a_label_ruled_out_is_infinite_like_label_smoothing():
+    x = torch.tensor([[0.0, float("-inf"), -1.0, -2.0]]).log_softmax(-1)
+    for smoothing in (0.0, 0.1, 0.9):
+        expected = LabelSmoothing(4, 0, smoothing)(x, torch.tensor([1]))
+        assert label_smoothed_kl(x, torch.tensor([1]), 0, smoothing) == expected == float("inf")
+
+
+def test_label_smoothed_kl_with_zero_smoothing_is_nll_summed():
+    target = torch.tensor([3, 0, 2, 6, 0])
+    x = torch.randn(5, V).log_softmax(-1)
+    x[:, 4] = float("-inf")  # ruled out classes that are not labels cost nothing without smoothing
+    torch.testing.assert_close(label_smoothed_kl(x, target, 0, 0.0),
+                               F.nll_loss(x, target, ignore_index=0, reduction="sum"))
+
+
+@pytest.mark.parametrize("smoothing", [0.0, 0.1, 0.3])
+def test_label_smoothed_kl_is_cross_entropy_plus_the_targets_entropy(smoothing):
+    # Over the C = V - 1 classes that are not padding, F.cross_entropy's label_smoothing e puts
+    # 1 - e + e / C on the label and e / C elsewhere; with e = smoothing * C / (C - 1) that is
+    # 1 - smoothing and smoothing / (C - 1) = smoothing / (V - 2), the same target. The KL
+    # divergence adds sum(t log t) once per row that is not padding.
+    c = V - 1
+    target = torch.tensor([3, 0, 2, 6, 0, 1])  # two padding rows
+    logits = torch.randn(len(target), c, dtype=torch.float64)
+    x = torch.cat([torch.full((len(target), 1), float("-inf"), dtype=torch.float64),
+                   logits.log_softmax(-1)], 1)
+    ce = F.cross_entropy(logits, target - 1, ignore_index=-1, reduction="sum",
+                         label_smoothing=smoothing * c / (c - 1))
+    spread = smoothing / (c - 1)
+    entropy_term = torch.xlogy(torch.tensor(1 - smoothing), torch.tensor(1 - smoothing)) + (
+        (c - 1) * torch.xlogy(torch.tensor(spread), torch.tensor(spread)))
+    n_real = int((target != 0).sum())
+    torch.testing.assert_close(label_smoothed_kl(x, target, 0, smoothing),
+                               ce + n_real * entropy_term.double())
+
+
+def test_label_smoothed_kl_of_half_precision_sums_in_float32():
+    x = torch.randn(8, 3000).log_softmax(-1)
+    target = torch.randint(1, 3000, (8,))
+    loss = label_smoothed_kl(x.half(), target, 0, 0.1)
+    assert loss.dtype == torch.float32 and torch.isfinite(loss)
+    torch.testing.assert_close(loss, label_smoothed_kl(x, target, 0, 0.1), rtol=1e-2, atol=0)
+    xh = x.half().requires_grad_(True)
+    label_smoothed_kl(xh, target, 0, 0.1).backward()
+    assert xh.grad.dtype == torch.float16
+
+
+def test_label_smoothed_kl_accepts_int32_targets():
+    x = torch.randn(3, V).log_softmax(-1)
+    target = torch.tensor([1, 0, 4])
+    assert label_smoothed_kl(x, target.int(), 0, 0.1) == label_smoothed_kl(x, target, 0, 0.1)
+
+
+@pytest.mark.parametrize(
+    "args, error, word",
+    [
+        ((torch.zeros(3, 5), torch.tensor([1, 2, 3]), 5, 0.1), ValueError, r"padding_idx .*\[0, 5\)"),
+        ((torch.zeros(3, 5), torch.tensor([1, 2, 3]), -1, 0.1), ValueError, "padding_idx"),
+        ((torch.zeros(3, 5), torch.tensor([1, 2, 3]), 0.0, 0.1), TypeError, "padding_idx"),
+        ((torch.zeros(3, 5), torch.tensor([1, 2, 3]), 0, 1.0), ValueError, "smoothing"),
+        ((torch.zeros(3, 5), torch.tensor([1, 2, 3]), 0, -0.1), ValueError, "smoothing"),
+        ((torch.zeros(3, 5), torch.tensor([1, 2, 3]), 0, "0.1"), TypeError, "smoothing"),
+        ((torch.zeros(3, 2), torch.tensor([1, 1, 1]), 0, 0.1), ValueError, "V - 2"),
+        ((torch.zeros(3, 5, 1), torch.tensor([1, 2, 3]), 0, 0.1), ValueError, r"\(rows, V\)"),
+        ((torch.zeros(3, 5), torch.tensor([1, 2]), 0, 0.1), ValueError, r"target .*\(3,\)"),
+        ((torch.zeros(3, 5), torch.tensor([[1, 2, 3]]), 0, 0.1), ValueError, "target"),
+        ((torch.zeros(3, 5), torch.tensor([1.0, 2.0, 3.0]), 0, 0.1), TypeError, "integer"),
+        ((torch.zeros(3, 5, dtype=torch.long), torch.tensor([1, 2, 3]), 0, 0.1), TypeError,
+         "floating-point"),
+        ((torch.zeros(3, 5), [1, 2, 3], 0, 0.1), TypeError, "target must be a torch.Tensor"),
+        ((torch.zeros(3, 5), torch.tensor([1, 2, 5]), 0, 0.1), ValueError, "found id 5"),
+        ((torch.zeros(3, 5), torch.tensor([1, -2, 3]), 0, 0.1), ValueError, "found id -2"),
+    ],
+)
+def test_label_smoothed_kl_rejects_bad_inputs(args, error, word):
+    with pytest.raises(error, match=word):
+        label_smoothed_kl(*args)
+
+
+def test_label_smoothed_kl_in_simple_loss_compute():
+    gen = nn.Sequential(nn.Linear(8, V), nn.LogSoftmax(-1))
+    x = torch.randn(2, 3, 8)
+    y = torch.tensor([[1, 2, 0], [3, 4, 5]])
+    fused = SimpleLossCompute(gen, functools.partial(label_smoothed_kl, padding_idx=0,
+                                                     smoothing=0.1))(x, y, 5)
+    classic = SimpleLossCompute(gen, LabelSmoothing(V, padding_idx=0, smoothing=0.1))(x, y, 5)
+    torch.testing.assert_close(fused, classic)

@@ -3,7 +3,7 @@ the copy task, distributed training, and training a translator on parallel text.
 """
 
 from .schedule import rate, make_optimizer
-from .loss import LabelSmoothing, SimpleLossCompute
+from .loss import LabelSmoothing, SimpleLossCompute, label_smoothed_kl
 from .loop import MODES, TrainState, run_epoch
 from .checkpoints import CHECKPOINT_FORMAT, save_checkpoint, load_checkpoint
 from .copy_task import COPY_MODEL, CopyTaskConfig, CopyTaskRun, train_copy_model, exact_match
@@ -21,6 +21,7 @@ __all__ = [
     "make_optimizer",
     "LabelSmoothing",
     "SimpleLossCompute",
+    "label_smoothed_kl",
     "MODES",
     "TrainState",
     "run_epoch",

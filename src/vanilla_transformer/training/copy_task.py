@@ -23,7 +23,7 @@ from ..inference.greedy import greedy_decode
 from ..model.config import ModelConfig
 from ..model.encoder_decoder import EncoderDecoder, make_model_from_config
 from .loop import TrainState, run_epoch
-from .loss import LabelSmoothing, SimpleLossCompute
+from .loss import SimpleLossCompute, label_smoothed_kl
 from .schedule import make_optimizer
 
 __all__ = ['COPY_MODEL', 'CopyTaskConfig', 'CopyTaskRun', 'train_copy_model', 'exact_match']
@@ -219,7 +219,8 @@ def train_copy_model(
         model = config.make_model()
         optimizer, scheduler = make_optimizer(model, config.model.d_model, factor=config.factor,
                                               warmup=config.warmup)
-        criterion = LabelSmoothing(config.vocab, padding_idx=PAD, smoothing=config.smoothing)
+        criterion = functools.partial(label_smoothed_kl, padding_idx=PAD,
+                                      smoothing=config.smoothing)
         nbatches = config.steps * config.accum_iter
         data = data_gen(config.vocab, config.batch_size, nbatches, seq_len=config.seq_len,
                         seed=config.seed)

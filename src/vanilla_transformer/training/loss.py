@@ -3,18 +3,25 @@ r"""Label smoothing (paper section 5.4) and the loss of a batch of decoder state
 For the correct class $y$ the target puts $1 - \epsilon_{ls}$ on $y$, nothing on padding and
 $\epsilon_{ls} / (V - 2)$ on each other class; the loss is $KL(target \,\|\, p_{model})$.
 
+`LabelSmoothing` builds that target row by row, which shows the idea; `label_smoothed_kl`
+computes the same sum from three numbers per row and is what training uses.
+
 Taught in the lesson [Training][training-lesson]; used on the
 [Training the copy task][training-guide] page.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
+from typing import Any
+
 import torch
 from torch import nn
 
 from .._checks import check_positive_int, reads_values
 
-__all__ = ['LabelSmoothing', 'SimpleLossCompute']
+__all__ = ['LabelSmoothing', 'label_smoothed_kl', 'SimpleLossCompute']
 
 
 class LabelSmoothing(nn.Module):
@@ -134,6 +141,142 @@ class LabelSmoothing(nn.Module):
         return terms.sum()
 
 
+def _xlogx(p: float) -> float:
+    """$p \\log p$, with its limit 0 at $p = 0$ (the `xlogy(p, p)` of a Python float)."""
+    return p * math.log(p) if p > 0 else 0.0
+
+
+class _LabelSmoothedKL(torch.autograd.Function):
+    """The summed KL divergence to the smoothed target, from three numbers per row.
+
+    The gradient with respect to the log-probabilities is minus the target distribution (times
+    the incoming gradient), so the backward pass writes it directly and saves only `target`.
+    """
+
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx: Any, log_probs: torch.Tensor, target: torch.Tensor, padding_idx: int,
+        confidence: float, spread: float,
+    ) -> torch.Tensor:
+        size = log_probs.size(1)
+        acc = torch.promote_types(log_probs.dtype, torch.float32)  # sums of V halves overflow
+        x_label = log_probs.gather(1, target.unsqueeze(1)).squeeze(1).to(acc)  # (rows,)
+        # sum_j t_j log t_j: the same for every row that is not padding
+        constant = _xlogx(confidence) + (size - 2) * _xlogx(spread)
+        rows = constant - confidence * x_label
+        if spread > 0:
+            # the row's sum without the padding column, where the model may put -inf
+            total = (log_probs[:, :padding_idx].sum(1, dtype=acc)
+                     + log_probs[:, padding_idx + 1:].sum(1, dtype=acc))
+            others = total - x_label  # every column but the label and padding
+            # a label the model rules out costs +inf (and -inf - -inf would be NaN)
+            rows = torch.where(x_label == float("-inf"), float("inf"), rows - spread * others)
+        keep = target != padding_idx
+        ctx.save_for_backward(target)
+        ctx.shape, ctx.dtype = log_probs.shape, log_probs.dtype
+        ctx.padding_idx, ctx.confidence, ctx.spread = padding_idx, confidence, spread
+        # where, not a product: a padding row may hold -inf, and 0 * inf is NaN
+        return torch.where(keep, rows, 0.0).sum()
+
+    @staticmethod
+    def backward(ctx: Any, grad_loss: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        (target,) = ctx.saved_tensors
+        # d loss / d x = -t: -spread everywhere, -confidence on the label, 0 on padding
+        scale = (target != ctx.padding_idx).to(grad_loss.dtype) * grad_loss  # (rows,)
+        grad = torch.empty(ctx.shape, dtype=ctx.dtype, device=grad_loss.device)
+        grad.copy_((scale * -ctx.spread).unsqueeze(1).expand(ctx.shape))
+        grad.scatter_(1, target.unsqueeze(1), (scale * -ctx.confidence).unsqueeze(1).to(ctx.dtype))
+        grad[:, ctx.padding_idx] = 0.0
+        return grad, None, None, None, None
+
+
+def label_smoothed_kl(
+    log_probs: torch.Tensor, target: torch.Tensor, padding_idx: int, smoothing: float = 0.0
+) -> torch.Tensor:
+    r"""The loss of [`LabelSmoothing`][vanilla_transformer.training.loss.LabelSmoothing], without
+    building the `(rows, V)` target distribution.
+
+    For a row with label $y \ne$ `padding_idx`, with $c = 1 - \epsilon$ and
+    $s = \epsilon / (V - 2)$, the target is $t_y = c$, $t_{pad} = 0$ and $t_j = s$ elsewhere, so
+
+    $$KL(t \,\|\, p) = \sum_j t_j \log t_j - \sum_j t_j x_j
+      = H - c\, x_y - s \Big(\sum_{j \ne pad} x_j - x_y\Big),$$
+
+    where $H = c \log c + (V - 2)\, s \log s$ is the same for every row. Only the label's
+    log-probability and the row's sum are read; the target is never built, and the backward pass
+    writes the gradient $-t$ directly, so the loss needs no `(rows, V)` memory of its own beyond
+    that gradient. Rows whose target is `padding_idx` contribute 0, and the padding column is never
+    read into the sum (it may hold $-\infty$).
+
+    Relation to PyTorch: for $C = V - 1$ classes, logits `z` for the classes that are not padding
+    and `x` those log-probabilities with a padding column of $-\infty$ inserted,
+    `label_smoothed_kl(x, t, pad, ε)` equals
+    `F.cross_entropy(z, t', ignore_index=..., reduction="sum", label_smoothing=ε·C/(C−1))`
+    plus $H$ for every row that is not padding (`t'` is `t` renumbered without the padding
+    class): both put $1 - \epsilon$ on the label and $\epsilon / (C - 1)$ on each other class.
+
+    Args:
+        log_probs: log-probabilities `(rows, V)` (e.g. `(batch * tgt_len, vocab)`), floating point.
+        target: class ids `(rows,)`, an integer tensor.
+        padding_idx: the padding id, in `[0, V)`; it never receives probability mass.
+        smoothing: $\epsilon_{ls}$, in [0, 1); with 0 this is the negative log-likelihood summed
+            over the rows that are not padding.
+
+    Returns:
+        A scalar tensor: the loss summed over rows, in `log_probs`' dtype, or float32 for
+        float16 and bfloat16 inputs (a sum over `V` halves overflows).
+
+    Raises:
+        ValueError: if `log_probs` is not 2-D, `target` is not `(rows,)`, `padding_idx` is not in
+            `[0, V)`, `smoothing` is outside [0, 1), `smoothing > 0` with `V < 3`, or, for CPU
+            tensors outside `torch.compile`, a target id is outside `[0, V)`.
+        TypeError: if an argument is not a tensor, `log_probs` is not floating point, `target`
+            is not an integer tensor, `padding_idx` is not an int or `smoothing` not a number.
+
+    Examples:
+        >>> from vanilla_transformer.training import LabelSmoothing, label_smoothed_kl
+        >>> x = torch.randn(4, 6).log_softmax(-1)
+        >>> y = torch.tensor([2, 0, 5, 1])  # the second row is padding
+        >>> fused = label_smoothed_kl(x, y, padding_idx=0, smoothing=0.1)
+        >>> bool(torch.isclose(fused, LabelSmoothing(6, 0, 0.1)(x, y)))
+        True
+    """
+    for name, value in (("log_probs", log_probs), ("target", target)):
+        if not isinstance(value, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
+    if not log_probs.is_floating_point():
+        raise TypeError(f"log_probs must be a floating-point tensor, got dtype {log_probs.dtype}")
+    if log_probs.dim() != 2:
+        raise ValueError(f"log_probs must have shape (rows, V), got {tuple(log_probs.shape)}")
+    rows, size = log_probs.shape
+    if target.dtype.is_floating_point or target.dtype.is_complex or target.dtype == torch.bool:
+        raise TypeError(f"target must hold integer class ids, got dtype {target.dtype}")
+    if target.dim() != 1 or target.size(0) != rows:
+        raise ValueError(
+            f"target must have shape ({rows},) to match log_probs, got {tuple(target.shape)}"
+        )
+    if isinstance(padding_idx, bool) or not isinstance(padding_idx, int):
+        raise TypeError(f"padding_idx must be an int, got {padding_idx!r}")
+    if not 0 <= padding_idx < size:
+        raise ValueError(f"padding_idx must be in [0, {size}), got {padding_idx}")
+    if isinstance(smoothing, bool) or not isinstance(smoothing, (int, float)):
+        raise TypeError(f"smoothing must be a float in [0, 1), got {smoothing!r}")
+    if not 0.0 <= smoothing < 1.0:
+        raise ValueError(f"smoothing must be in [0, 1), got {smoothing}")
+    if smoothing > 0 and size < 3:
+        raise ValueError(
+            f"smoothing={smoothing} is spread over V - 2 classes (all but the correct one and "
+            f"padding), so V must be at least 3; got V={size}"
+        )
+    if target.numel() and reads_values(target):
+        lo, hi = (int(v) for v in torch.aminmax(target))
+        if lo < 0 or hi >= size:
+            raise ValueError(f"target ids must lie in [0, {size}); found id {lo if lo < 0 else hi}")
+    smoothing = float(smoothing)
+    spread = smoothing / (size - 2) if smoothing > 0 else 0.0
+    return _LabelSmoothedKL.apply(log_probs, target.long(), padding_idx, 1.0 - smoothing, spread)
+
+
 class SimpleLossCompute:
     """Apply the generator and a criterion to decoder states, and normalise the loss.
 
@@ -141,7 +284,8 @@ class SimpleLossCompute:
         generator: maps decoder states `(batch, tgt_len, d_model)` to log-probabilities
             `(batch, tgt_len, vocab)` (the model's `generator`).
         criterion: a summed loss over `(rows, vocab)` log-probabilities and `(rows,)` targets,
-            such as [`LabelSmoothing`][vanilla_transformer.training.loss.LabelSmoothing].
+            such as [`LabelSmoothing`][vanilla_transformer.training.loss.LabelSmoothing] or
+            `functools.partial(label_smoothed_kl, padding_idx=..., smoothing=...)`.
 
     Examples:
         >>> from vanilla_transformer.training import LabelSmoothing, SimpleLossCompute
@@ -153,7 +297,9 @@ class SimpleLossCompute:
         (True, True)
     """
 
-    def __init__(self, generator: nn.Module, criterion: nn.Module) -> None:
+    def __init__(
+        self, generator: nn.Module, criterion: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+    ) -> None:
         self.generator = generator
         self.criterion = criterion
 
