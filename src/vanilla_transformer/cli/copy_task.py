@@ -10,18 +10,26 @@ import argparse
 import math
 import os
 import sys
+from typing import TYPE_CHECKING, Any
 
-import torch
-
-from .._checks import check_non_negative_int, check_positive_int, check_seed
-from ..data.copy_task import START_SYMBOL, heldout_sequences
-from ..training.checkpoints import load_checkpoint, save_checkpoint
-from ..training.copy_task import CopyTaskConfig, exact_match, train_copy_model
-from ..training.loop import TrainState
 from .options import add_config_arguments, config_values
 
-__all__ = ['MAX_EVAL_SIZE', 'add_task_arguments', 'task_config_from_args', 'register',
-           'run_copy_task', 'main']
+if TYPE_CHECKING:
+    from ..training.copy_task import CopyTaskConfig
+
+__all__ = ['MAX_EVAL_SIZE', 'TASK_DEFAULTS', 'MODEL_DEFAULTS', 'add_task_arguments',
+           'task_config_from_args', 'register', 'run_copy_task', 'main']
+
+# CopyTaskConfig's defaults, written out so that --help imports no PyTorch (a test checks that
+# they agree)
+TASK_DEFAULTS: dict[str, Any] = dict(vocab=11, seq_len=10, batch_size=64, steps=400,
+                                     accum_iter=1, warmup=100, factor=1.0, smoothing=0.1, seed=0)
+"""`CopyTaskConfig()`'s fields other than `model`."""
+MODEL_DEFAULTS: dict[str, Any] = dict(
+    src_vocab=11, tgt_vocab=11, N=1, d_model=64, d_ff=256, h=4, dropout=0.0, tie_weights=False,
+    norm_first=True, layer_norm="annotated", final_norm=None, generator_bias=True, max_len=5000,
+    attn_dropout=None, ff_dropout=None)
+"""`COPY_MODEL.to_dict()`, the copy task's default model."""
 
 MAX_EVAL_SIZE = 1_000_000
 """The most held-out sequences `--eval-size` accepts (the default is 100)."""
@@ -42,8 +50,8 @@ def add_task_arguments(parser: argparse.ArgumentParser) -> None:
         >>> task_config_from_args(parser.parse_args(["--d-model", "32", "--steps", "5"])).d_model
         32
     """
-    d = CopyTaskConfig()
-    add_config_arguments(parser.add_argument_group("model"), d.model,
+    d = argparse.Namespace(**TASK_DEFAULTS)
+    add_config_arguments(parser.add_argument_group("model"), MODEL_DEFAULTS,
                          exclude={"src_vocab", "tgt_vocab"})
     data = parser.add_argument_group("data")
     data.add_argument("--vocab", type=int, default=d.vocab,
@@ -77,6 +85,9 @@ def task_config_from_args(args: argparse.Namespace) -> CopyTaskConfig:
     Raises:
         ValueError: for a value out of range. TypeError: for a value of the wrong type.
     """
+    from .._checks import check_seed
+    from ..training.copy_task import CopyTaskConfig
+
     check_seed(args.seed, "--seed")
     return CopyTaskConfig(
         vocab=args.vocab, seq_len=args.seq_len, batch_size=args.batch_size, steps=args.steps,
@@ -168,6 +179,10 @@ def run_copy_task(args: argparse.Namespace) -> int:
         exact match: ...% (.../100 held-out sequences, seed 1, greedy decoding from start symbol 1)
         0
     """
+    import torch
+
+    from .._checks import check_non_negative_int, check_positive_int, check_seed
+
     check_positive_int("--threads", args.threads)
     check_positive_int("--eval-size", args.eval_size)
     if args.eval_size > MAX_EVAL_SIZE:
@@ -211,6 +226,13 @@ def _sizes(config: CopyTaskConfig) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
+    import torch
+
+    from ..data.copy_task import START_SYMBOL, heldout_sequences
+    from ..training.checkpoints import load_checkpoint, save_checkpoint
+    from ..training.copy_task import CopyTaskConfig, exact_match, train_copy_model
+    from ..training.loop import TrainState
+
     if args.load:
         model, meta = load_checkpoint(args.load)
         # the task's sizes come from the file when it has them, else from the options
