@@ -90,7 +90,7 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "translate",
         help="train and use a translator (English number words to German or French)",
-        usage=f"{PROG} {{numbers,train,eval,export}} ... | {PROG} RUN [TEXT ...]",
+        usage=f"{PROG} {{numbers,train,eval,export}} ...\n       {PROG} RUN [TEXT ...]",
         description=(
             "numbers: write a number-words corpus (train/valid/test TSV). "
             "train: train a translator on source<TAB>target files. "
@@ -143,8 +143,9 @@ def _add_train(parser: argparse.ArgumentParser) -> None:
                        help="with --resume: continue on a training file that differs from the "
                             "run's")
     run = parser.add_argument_group("training")
-    run.add_argument("--preset", choices=PRESET_NAMES, default=None,
-                     help=f"model sizes (default {DEFAULT_PRESET}; with --resume, the run's)")
+    run.add_argument("--preset", choices=PRESET_NAMES, default=None, metavar="PRESET",
+                     help=f"model sizes: {', '.join(PRESET_NAMES)} (default {DEFAULT_PRESET}; "
+                          "with --resume, the run's)")
     for name, kind in (("max_steps", int), ("max_minutes", float), ("vocab_size", int),
                        ("max_tokens", int), ("warmup", int), ("factor", float),
                        ("smoothing", float), ("save_every", int), ("average", int),
