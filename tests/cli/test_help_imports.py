@@ -84,13 +84,24 @@ def test_model_fields_agree_with_model_config() -> None:
     assert PRESET_NAMES == tuple(sorted(PRESETS))
 
 
-def test_copy_task_defaults_agree() -> None:
-    from vanilla_transformer.cli.copy_task import MODEL_DEFAULTS, TASK_DEFAULTS
+def test_copy_task_fields_agree():
+    from vanilla_transformer.cli.copy_task import MODEL_DEFAULTS, TASK_DEFAULTS, TASK_FIELDS
     from vanilla_transformer.training.copy_task import COPY_MODEL, CopyTaskConfig
 
     expected = CopyTaskConfig().to_dict()
     assert expected.pop("model") == MODEL_DEFAULTS == COPY_MODEL.to_dict()
     assert expected == TASK_DEFAULTS
+    fields = {f.name: f for f in dataclasses.fields(CopyTaskConfig) if f.name != "model"}
+    assert {f.name: (f.type, f.default, f.help) for f in TASK_FIELDS} == {
+        name: (f.type, f.default, f.metadata["help"]) for name, f in fields.items()}
+
+
+def test_translate_training_help_is_the_fields_metadata():
+    from vanilla_transformer.cli.translate import TRAINING_HELP
+    from vanilla_transformer.training.translation import TranslationConfig
+
+    for f in dataclasses.fields(TranslationConfig):
+        assert TRAINING_HELP[f.name] == f.metadata["help"], f.name
 
 
 def test_distributed_timeout_agrees() -> None:

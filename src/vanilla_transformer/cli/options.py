@@ -20,11 +20,13 @@ from collections.abc import Collection, Mapping
 from typing import Any, NamedTuple, NoReturn
 
 __all__ = ["OneLineParser", "CommandFailed", "ModelField", "MODEL_FIELDS", "LAYER_NORMS",
-           "PRESET_NAMES", "add_config_arguments", "config_values"]
+           "PRESET_NAMES", "add_config_arguments", "add_field_arguments", "config_values"]
 
 
 class ModelField(NamedTuple):
-    """One field of `ModelConfig` as a command-line option needs it."""
+    """One field of a configuration dataclass as a command-line option needs it: its name,
+    its type as written in the class, its default and its help (the field's
+    `metadata["help"]`, or for `ModelConfig` the first sentence of its docstring entry)."""
 
     name: str
     type: str
@@ -152,6 +154,28 @@ def add_config_arguments(
             parser.add_argument("--post-norm", action="store_false", dest="norm_first",
                                 default=argparse.SUPPRESS,
                                 help="the paper's post-norm blocks (same as --no-norm-first)")
+
+
+def add_field_arguments(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup, fields: Collection[ModelField]
+) -> None:
+    """Add one option per field, `--field-name VALUE`, defaulting to the field's default.
+
+    Args:
+        parser: a parser or an argument group.
+        fields: the fields, e.g. the copy task's `TASK_FIELDS`.
+
+    Examples:
+        >>> import argparse
+        >>> parser = argparse.ArgumentParser()
+        >>> add_field_arguments(parser, [ModelField("seq_len", "int", 10, "sequence length")])
+        >>> parser.parse_args(["--seq-len", "7"]).seq_len
+        7
+    """
+    for f in fields:
+        parser.add_argument("--" + f.name.replace("_", "-"), type=_TYPES[f.type],
+                            default=f.default, dest=f.name,
+                            help=f"{f.help} (default {f.default})".replace("%", "%%"))
 
 
 def config_values(args: argparse.Namespace) -> dict[str, Any]:
