@@ -16,7 +16,7 @@ import shlex
 
 from mkdocs.exceptions import PluginError
 
-MARKER = re.compile(r"^<!-- cli-help: *(?P<args>[^>]*?) *-->$", re.M)
+MARKER = re.compile(r"^<!-- cli-help: *(?P<args>[^>]*?) *-->$", re.MULTILINE)
 WIDTH = 80
 
 
@@ -52,7 +52,7 @@ def render(markdown: str) -> str:
     return MARKER.sub(block, markdown)
 
 
-def on_page_markdown(markdown: str, page, config, files) -> str:  # noqa: ANN001
+def on_page_markdown(markdown: str, page, config, files) -> str:
     if "<!-- cli-help:" not in markdown:
         return markdown
     return render(markdown)

@@ -26,7 +26,7 @@ def _hook():
 
 def _commands() -> list[list[str]]:
     """The arguments of each `$ vanilla-transformer ...` line in the page's console blocks."""
-    blocks = re.findall(r"^```console\n(.*?)^```", PAGE.read_text(), re.M | re.S)
+    blocks = re.findall(r"^```console\n(.*?)^```", PAGE.read_text(), re.MULTILINE | re.DOTALL)
     lines = [line for block in blocks for line in block.replace("\\\n", " ").splitlines()]
     return [shlex.split(line)[2:] for line in lines if line.startswith("$ vanilla-transformer")]
 
@@ -45,7 +45,7 @@ COMMANDS = _commands()
 
 
 def test_the_page_has_no_code_line_over_88():
-    blocks = re.findall(r"^```console\n(.*?)^```", PAGE.read_text(), re.M | re.S)
+    blocks = re.findall(r"^```console\n(.*?)^```", PAGE.read_text(), re.MULTILINE | re.DOTALL)
     assert max(len(line) for block in blocks for line in block.splitlines()) <= 88
 
 

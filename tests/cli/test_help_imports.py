@@ -39,7 +39,7 @@ def test_help_does_not_import_torch(argv: list[str]) -> None:
         "print('torch' in sys.modules, file=sys.stderr)\n"
     )
     env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True,
                           env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip()  # the help (or the version) was printed
@@ -52,7 +52,7 @@ def test_importtime_shows_no_torch(module: str) -> None:
     argv = ["translate", "train", "--help"] if module != "vanilla_transformer.cli.distributed" \
         else ["--help"]
     env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    done = subprocess.run([sys.executable, "-X", "importtime", "-m", module, *argv],
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", module, *argv], check=False,
                           capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "--max-steps" in done.stdout or "--steps" in done.stdout
@@ -65,7 +65,7 @@ def test_importtime_shows_no_torch(module: str) -> None:
 def _first_sentences(doc: str) -> dict[str, str]:
     """The first sentence of each entry under `Args:` in a Google-style docstring."""
     args = inspect.cleandoc(doc).split("Args:", 1)[-1].split("\n\n", 1)[0]
-    entries = re.findall(r"^ {4}(\w+): (.*?)(?=^ {4}\w+: |\Z)", args, re.M | re.S)
+    entries = re.findall(r"^ {4}(\w+): (.*?)(?=^ {4}\w+: |\Z)", args, re.MULTILINE | re.DOTALL)
     return {name: " ".join(text.split()).split(". ")[0].rstrip(".") for name, text in entries}
 
 
@@ -85,7 +85,11 @@ def test_model_fields_agree_with_model_config() -> None:
 
 
 def test_copy_task_fields_agree():
-    from vanilla_transformer.cli.copy_task import MODEL_DEFAULTS, TASK_DEFAULTS, TASK_FIELDS
+    from vanilla_transformer.cli.copy_task import (
+        MODEL_DEFAULTS,
+        TASK_DEFAULTS,
+        TASK_FIELDS,
+    )
     from vanilla_transformer.training.copy_task import COPY_MODEL, CopyTaskConfig
 
     expected = CopyTaskConfig().to_dict()

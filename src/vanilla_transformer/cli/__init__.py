@@ -20,9 +20,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import copy_task, translate
 from .options import (

@@ -12,7 +12,12 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from .options import ModelField, add_config_arguments, add_field_arguments, config_values
+from .options import (
+    ModelField,
+    add_config_arguments,
+    add_field_arguments,
+    config_values,
+)
 
 if TYPE_CHECKING:
     from ..training.copy_task import CopyTaskConfig
