@@ -19,53 +19,87 @@ See the Code map page of the documentation.
 
 from __future__ import annotations
 
-# Code written for the Annotated Transformer uses these without importing them; they stay
-# importable from here, but a star-import gives only the package's own names.
-import copy  # noqa: F401
-import math  # noqa: F401
+import importlib
+from typing import Any
 
-import torch  # noqa: F401
-from torch import nn  # noqa: F401
+# Each public name and the module that defines it: `__getattr__` (PEP 562) imports the module
+# on first use, so `import vanilla_transformer` (and the command line's `--help`) imports no
+# PyTorch. Code written for the Annotated Transformer uses `copy`, `math`, `torch` and `nn`
+# without importing them; they stay reachable here too, but a star-import gives only the
+# package's own names.
+_LAZY: dict[str, str] = {
+    "FlopCount": "analysis.flops",
+    "forward_flops": "analysis.flops",
+    "forward_flops_for": "analysis.flops",
+    "MemoryEstimate": "analysis.memory",
+    "dtype_bytes": "analysis.memory",
+    "memory_estimate": "analysis.memory",
+    "memory_estimate_for": "analysis.memory",
+    "Component": "analysis.parameters",
+    "ModuleCount": "analysis.parameters",
+    "ParameterCount": "analysis.parameters",
+    "count_parameters": "analysis.parameters",
+    "parameter_count": "analysis.parameters",
+    "parameter_count_for": "analysis.parameters",
+    "source_closed_form": "analysis.parameters",
+    "source_terms": "analysis.parameters",
+    "ShapeRecord": "analysis.tracing",
+    "format_shape_table": "analysis.tracing",
+    "trace_shapes": "analysis.tracing",
+    "Batch": "data.batching",
+    "collate_batch": "data.batching",
+    "pad_sequences": "data.batching",
+    "data_gen": "data.copy_task",
+    "Hypothesis": "inference.beam",
+    "beam_search": "inference.beam",
+    "length_penalty": "inference.beam",
+    "embed_last_position": "inference.greedy",
+    "greedy_decode": "inference.greedy",
+    "TorchMasks": "interop.forward",
+    "batch_masks_to_torch": "interop.forward",
+    "forward_with_torch_masks": "interop.forward",
+    "attn_mask_to_keep": "interop.masks",
+    "keep_to_attn_mask": "interop.masks",
+    "keep_to_key_padding_mask": "interop.masks",
+    "key_padding_mask_to_keep": "interop.masks",
+    "torch_masks_to_keep": "interop.masks",
+    "load_from_torch": "interop.weights",
+    "to_torch": "interop.weights",
+    "MultiHeadedAttention": "model.attention",
+    "attention": "model.attention",
+    "clones": "model.attention",
+    "keep_attention": "model.attention",
+    "KVCache": "model.cache",
+    "PRESETS": "model.config",
+    "ModelConfig": "model.config",
+    "Decoder": "model.decoder",
+    "DecoderLayer": "model.decoder",
+    "Embeddings": "model.embeddings",
+    "Generator": "model.embeddings",
+    "PositionalEncoding": "model.embeddings",
+    "sinusoid_table": "model.embeddings",
+    "Encoder": "model.encoder",
+    "EncoderLayer": "model.encoder",
+    "EncoderDecoder": "model.encoder_decoder",
+    "make_model": "model.encoder_decoder",
+    "make_model_from_config": "model.encoder_decoder",
+    "LayerNorm": "model.layers",
+    "PositionwiseFeedForward": "model.layers",
+    "SublayerConnection": "model.layers",
+    "make_layer_norm": "model.layers",
+    "padding_mask": "model.masks",
+    "subsequent_mask": "model.masks",
+    "load_checkpoint": "training.checkpoints",
+    "save_checkpoint": "training.checkpoints",
+    "TrainState": "training.loop",
+    "run_epoch": "training.loop",
+    "LabelSmoothing": "training.loss",
+    "SimpleLossCompute": "training.loss",
+    "make_optimizer": "training.schedule",
+    "rate": "training.schedule",
+}
+_MODULES = {"copy": "copy", "math": "math", "torch": "torch"}
 
-from .analysis.flops import FlopCount, forward_flops, forward_flops_for
-from .analysis.memory import MemoryEstimate, dtype_bytes, memory_estimate, memory_estimate_for
-from .analysis.parameters import (
-    Component,
-    ModuleCount,
-    ParameterCount,
-    count_parameters,
-    parameter_count,
-    parameter_count_for,
-    source_closed_form,
-    source_terms,
-)
-from .analysis.tracing import ShapeRecord, format_shape_table, trace_shapes
-from .data.batching import Batch, collate_batch, pad_sequences
-from .data.copy_task import data_gen
-from .inference.beam import Hypothesis, beam_search, length_penalty
-from .inference.greedy import embed_last_position, greedy_decode
-from .interop.forward import TorchMasks, batch_masks_to_torch, forward_with_torch_masks
-from .interop.masks import (
-    attn_mask_to_keep,
-    keep_to_attn_mask,
-    keep_to_key_padding_mask,
-    key_padding_mask_to_keep,
-    torch_masks_to_keep,
-)
-from .interop.weights import load_from_torch, to_torch
-from .model.attention import MultiHeadedAttention, attention, clones, keep_attention
-from .model.cache import KVCache
-from .model.config import PRESETS, ModelConfig
-from .model.decoder import Decoder, DecoderLayer
-from .model.embeddings import Embeddings, Generator, PositionalEncoding, sinusoid_table
-from .model.encoder import Encoder, EncoderLayer
-from .model.encoder_decoder import EncoderDecoder, make_model, make_model_from_config
-from .model.layers import LayerNorm, PositionwiseFeedForward, SublayerConnection, make_layer_norm
-from .model.masks import padding_mask, subsequent_mask
-from .training.checkpoints import load_checkpoint, save_checkpoint
-from .training.loop import TrainState, run_epoch
-from .training.loss import LabelSmoothing, SimpleLossCompute
-from .training.schedule import make_optimizer, rate
 
 __version__ = "0.1.0"
 
@@ -146,3 +180,21 @@ __all__ = [
     "format_shape_table",
     "ShapeRecord",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name's module on first use (PEP 562) and cache the name here."""
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    elif name in _MODULES:
+        value = importlib.import_module(_MODULES[name])
+    elif name == "nn":
+        value = importlib.import_module("torch").nn
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -72,3 +72,29 @@ def test_copy_task_options_build_the_copy_task_config():
         ["--vocab", "13", "--N", "2", "--post-norm", "--tie-weights", "--steps", "7"]))
     assert config == CopyTaskConfig(vocab=13, N=2, norm_first=False, tie_weights=True, steps=7)
     assert (config.model.src_vocab, config.model.tgt_vocab) == (13, 13)
+
+
+@pytest.mark.parametrize("cls, data, known", [
+    ("TranslationConfig", {"max_step": 10, "seed": 1}, "'max_steps'"),
+    ("CopyTaskConfig", {"step": 5, "d_model": 16}, "'steps'"),
+])
+def test_from_dict_refuses_unknown_keys(cls, data, known):
+    from vanilla_transformer.training import copy_task, translation
+
+    config_class = getattr(translation, cls, None) or getattr(copy_task, cls)
+    bad = sorted(set(data) - {f.name for f in dataclasses.fields(config_class)} - {"d_model"})
+    with pytest.raises(ValueError, match=rf"unknown {cls} settings \{bad}; expected some "
+                                         rf"of \[.*{known}"):
+        config_class.from_dict(data)
+    good = {k: v for k, v in data.items() if k not in bad}
+    assert config_class.from_dict(good) == config_class(**good)
+    assert config_class.from_dict(config_class().to_dict()) == config_class()
+
+
+def test_every_config_field_has_help():
+    from vanilla_transformer.training.copy_task import CopyTaskConfig
+    from vanilla_transformer.training.translation import TranslationConfig
+
+    for config_class in (CopyTaskConfig, TranslationConfig):
+        for f in dataclasses.fields(config_class):
+            assert f.metadata["help"] and not f.metadata["help"].endswith("."), f.name

@@ -234,11 +234,14 @@ def test_device_and_amp_on_the_cpu(data, tmp_path, capsys):
     assert main(["translate", "eval", str(out), "--data", str(data / "test.tsv"), "--device",
                  "cpu", "--amp", "bf16", "--beam", "1"]) == 0
     capsys.readouterr()
-    assert main(["translate", str(out), "--device", "cuda", "one"]) == 2
-    assert "decoding runs on the CPU" in capsys.readouterr().err
     import torch
 
-    if not torch.cuda.is_available():
+    if not torch.cuda.is_available():  # decoding on cuda is refused only for want of a GPU
+        assert main(["translate", str(out), "--device", "cuda", "one"]) == 2
+        assert "no CUDA GPU" in capsys.readouterr().err
+        assert main(["translate", "eval", str(out), "--data", str(data / "test.tsv"),
+                     "--device", "cuda"]) == 2
+        assert "no CUDA GPU" in capsys.readouterr().err
         assert main(["translate", "train", "--train", str(data / "train.tsv"), "--valid",
                      str(data / "valid.tsv"), "--out", str(tmp_path / "gpu"), "--device",
                      "cuda", *TINY]) == 2
@@ -247,6 +250,8 @@ def test_device_and_amp_on_the_cpu(data, tmp_path, capsys):
     assert main(["translate", "train", "--train", str(data / "train.tsv"), "--valid",
                  str(data / "valid.tsv"), "--out", str(tmp_path / "fp16"), "--device", "cpu",
                  "--amp", "fp16", *TINY]) == 2
+    assert "fp16' needs a CUDA device" in capsys.readouterr().err
+    assert main(["translate", str(out), "--device", "cpu", "--amp", "fp16", "one"]) == 2
     assert "fp16' needs a CUDA device" in capsys.readouterr().err
     assert not (tmp_path / "fp16").exists()
 

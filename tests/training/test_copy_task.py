@@ -204,7 +204,7 @@ def test_bad_options_are_refused(capsys):
 @pytest.fixture
 def no_training(monkeypatch):
     """Fail the test if the subcommand starts training."""
-    import vanilla_transformer.cli.copy_task as cli
+    import vanilla_transformer.training.copy_task as cli  # the handler imports it from here
 
     def refuse(*args, **kwargs):
         raise AssertionError("trained before the bad option was refused")
@@ -254,7 +254,8 @@ def test_a_loss_that_becomes_nan_stops_training_with_one_line(capsys):
 
 
 def test_a_diverged_finite_loss_is_reported(monkeypatch, capsys):
-    import vanilla_transformer.cli.copy_task as cli
+    import vanilla_transformer.training.copy_task as cli  # the handler imports it from here
+    import vanilla_transformer.cli.copy_task as cli_copy_task
 
     real = cli.train_copy_model
 
@@ -268,5 +269,5 @@ def test_a_diverged_finite_loss_is_reported(monkeypatch, capsys):
     out, err = capsys.readouterr()
     assert "exact match:" in out  # evaluation still runs ...
     assert "training diverged" in err and "--factor" in err  # ... with a warning on stderr
-    assert cli._diverged([2.4, 0.1], 11) is False
-    assert cli._diverged([2.4, float("nan")], 11) is True
+    assert cli_copy_task._diverged([2.4, 0.1], 11) is False
+    assert cli_copy_task._diverged([2.4, float("nan")], 11) is True

@@ -1,7 +1,8 @@
 r"""Cost tables: the layout shared by the parameter, FLOP and memory counts.
 
 Every count is a list of components, each `blocks` identical blocks of `per_block`, and its
-total is the sum of their subtotals:
+total is the sum of their subtotals. `Component` lives here, beside the tables that lay it
+out, and is imported from `analysis.parameters`; this module imports none of the counts:
 
 $$
 \text{total} = \sum_i \text{per\_block}_i \cdot \text{blocks}_i
@@ -12,13 +13,46 @@ Explained on the [Parameter calculator][calculator-guide] page.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..model.config import ModelConfig
-    from .parameters import Component
 
-__all__ = ['Breakdown', 'format_table', 'describe']
+__all__ = ['Component', 'Breakdown', 'format_table', 'describe']
+
+
+@dataclass(frozen=True)
+class Component:
+    """One line of a cost breakdown: `blocks` identical blocks of `per_block` each.
+
+    The same shape serves parameters, FLOPs and bytes.
+
+    Attributes:
+        name: what is counted, e.g. `"attention"`.
+        per_block: the cost of one block.
+        blocks: how many such blocks the model has.
+        note: a short remark shown in tables (e.g. which component holds a shared matrix).
+
+    Examples:
+        >>> Component("attention", per_block=10, blocks=3).subtotal
+        30
+    """
+
+    name: str
+    per_block: int
+    blocks: int
+    note: str = ""
+
+    @property
+    def subtotal(self) -> int:
+        """`per_block * blocks`."""
+        return self.per_block * self.blocks
+
+    def to_dict(self) -> dict[str, Any]:
+        """The component as a JSON-serialisable dict (with its subtotal)."""
+        return dict(per_block=self.per_block, blocks=self.blocks, subtotal=self.subtotal,
+                    note=self.note)
 
 
 class Breakdown:

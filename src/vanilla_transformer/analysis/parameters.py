@@ -19,7 +19,7 @@ from torch import nn
 
 from .._checks import check_non_negative_int, check_positive_int
 from ..model.config import ModelConfig
-from ._table import Breakdown, describe, format_table
+from ._table import Breakdown, Component, describe, format_table
 
 __all__ = ['PARAMETER_FORMULA', 'Component', 'ParameterCount', 'parameter_count_for', 'parameter_count', 'ModuleCount', 'count_parameters', 'source_terms', 'source_closed_form']
 
@@ -29,39 +29,6 @@ PARAMETER_FORMULA = (
 )
 """The general closed form as LaTeX: `f`, `t`, `b` are 1 for a final LayerNorm per stack, tied
 weights and a generator bias, else 0."""
-
-
-@dataclass(frozen=True)
-class Component:
-    """One line of a cost breakdown: `blocks` identical blocks of `per_block` each.
-
-    The same shape serves parameters, FLOPs and bytes.
-
-    Attributes:
-        name: what is counted, e.g. `"attention"`.
-        per_block: the cost of one block.
-        blocks: how many such blocks the model has.
-        note: a short remark shown in tables (e.g. which component holds a shared matrix).
-
-    Examples:
-        >>> Component("attention", per_block=10, blocks=3).subtotal
-        30
-    """
-
-    name: str
-    per_block: int
-    blocks: int
-    note: str = ""
-
-    @property
-    def subtotal(self) -> int:
-        """`per_block * blocks`."""
-        return self.per_block * self.blocks
-
-    def to_dict(self) -> dict[str, Any]:
-        """The component as a JSON-serialisable dict (with its subtotal)."""
-        return dict(per_block=self.per_block, blocks=self.blocks, subtotal=self.subtotal,
-                    note=self.note)
 
 
 def _component(name: str) -> property:

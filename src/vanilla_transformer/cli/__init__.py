@@ -8,6 +8,8 @@ model's options come from [`cli.options`][vanilla_transformer.cli.options]. Ever
 line on stderr and an exit status: 2 for a rejected argument or bad input, 1 when the work
 fails (a runtime error, a disk error, a missing optional package), 130 when interrupted.
 
+Parsing, `--help` and `--version` import no PyTorch: each handler imports what it needs.
+
 Explained on the *Parameter calculator* guide page.
 """
 
@@ -18,14 +20,19 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..analysis.flops import forward_flops_for
-from ..analysis.memory import memory_estimate_for
-from ..analysis.parameters import parameter_count_for
-from ..model.config import PRESETS, ModelConfig
 from . import copy_task, translate
-from .options import CommandFailed, OneLineParser, add_config_arguments, config_values
+from .options import (
+    PRESET_NAMES,
+    CommandFailed,
+    OneLineParser,
+    add_config_arguments,
+    config_values,
+)
+
+if TYPE_CHECKING:
+    from ..model.config import ModelConfig
 
 __all__ = [
     "PROG",
@@ -118,7 +125,7 @@ def register(subparsers: Any) -> None:
     )
     model = p.add_argument_group("model (as make_model)")
     model.add_argument(
-        "--preset", choices=sorted(PRESETS), help="the paper's base or big sizes (Table 3)"
+        "--preset", choices=PRESET_NAMES, help="the paper's base or big sizes (Table 3)"
     )
     add_config_arguments(model)
     run = p.add_argument_group("workload (for FLOPs, activations and the key/value cache)")
@@ -153,6 +160,8 @@ def config_from_args(args: argparse.Namespace) -> ModelConfig:
         >>> cfg.d_model, cfg.src_vocab, cfg.tie_weights, cfg.norm_first
         (1024, 37000, True, True)
     """
+    from ..model.config import PRESETS, ModelConfig
+
     values: dict[str, Any] = dict(PRESETS[args.preset]) if args.preset else {}
     if args.preset:
         values.update(src_vocab=PRESET_VOCAB, tgt_vocab=PRESET_VOCAB)
@@ -192,6 +201,10 @@ def run_params(args: argparse.Namespace) -> int:
         ...
         0
     """
+    from ..analysis.flops import forward_flops_for
+    from ..analysis.memory import memory_estimate_for
+    from ..analysis.parameters import parameter_count_for
+
     config = config_from_args(args)
     src_len = args.src_len if args.src_len is not None else args.tgt_len
     tgt_len = args.tgt_len if args.tgt_len is not None else args.src_len

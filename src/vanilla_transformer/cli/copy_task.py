@@ -10,18 +10,42 @@ import argparse
 import math
 import os
 import sys
+from typing import TYPE_CHECKING, Any
 
-import torch
+from .options import (
+    ModelField,
+    add_config_arguments,
+    add_field_arguments,
+    config_values,
+)
 
-from .._checks import check_non_negative_int, check_positive_int, check_seed
-from ..data.copy_task import START_SYMBOL, heldout_sequences
-from ..training.checkpoints import load_checkpoint, save_checkpoint
-from ..training.copy_task import CopyTaskConfig, exact_match, train_copy_model
-from ..training.loop import TrainState
-from .options import add_config_arguments, config_values
+if TYPE_CHECKING:
+    from ..training.copy_task import CopyTaskConfig
 
-__all__ = ['MAX_EVAL_SIZE', 'add_task_arguments', 'task_config_from_args', 'register',
-           'run_copy_task', 'main']
+__all__ = ['MAX_EVAL_SIZE', 'TASK_FIELDS', 'TASK_DEFAULTS', 'MODEL_DEFAULTS', 'add_task_arguments',
+           'task_config_from_args', 'register', 'run_copy_task', 'main']
+
+# CopyTaskConfig's fields, written out so that --help imports no PyTorch (a test checks them
+# against the class: names, types, defaults and each field's metadata["help"])
+TASK_FIELDS: tuple[ModelField, ...] = (
+    ModelField("vocab", "int", 11, "vocabulary size"),
+    ModelField("seq_len", "int", 10, "sequence length, start symbol included"),
+    ModelField("batch_size", "int", 64, "sequences per batch (per rank when distributed)"),
+    ModelField("steps", "int", 400, "optimizer steps"),
+    ModelField("accum_iter", "int", 1, "batches per optimizer step"),
+    ModelField("warmup", "int", 100, "learning-rate warm-up steps"),
+    ModelField("factor", "float", 1.0, "learning-rate scale"),
+    ModelField("smoothing", "float", 0.1, "label smoothing"),
+    ModelField("seed", "int", 0, "random seed"),
+)
+"""`CopyTaskConfig`'s fields other than `model`."""
+TASK_DEFAULTS: dict[str, Any] = {f.name: f.default for f in TASK_FIELDS}
+"""`CopyTaskConfig()`'s fields other than `model`, with their values."""
+MODEL_DEFAULTS: dict[str, Any] = dict(
+    src_vocab=11, tgt_vocab=11, N=1, d_model=64, d_ff=256, h=4, dropout=0.0, tie_weights=False,
+    norm_first=True, layer_norm="annotated", final_norm=None, generator_bias=True, max_len=5000,
+    attn_dropout=None, ff_dropout=None)
+"""`COPY_MODEL.to_dict()`, the copy task's default model."""
 
 MAX_EVAL_SIZE = 1_000_000
 """The most held-out sequences `--eval-size` accepts (the default is 100)."""
@@ -42,28 +66,15 @@ def add_task_arguments(parser: argparse.ArgumentParser) -> None:
         >>> task_config_from_args(parser.parse_args(["--d-model", "32", "--steps", "5"])).d_model
         32
     """
-    d = CopyTaskConfig()
-    add_config_arguments(parser.add_argument_group("model"), d.model,
+    add_config_arguments(parser.add_argument_group("model"), MODEL_DEFAULTS,
                          exclude={"src_vocab", "tgt_vocab"})
-    data = parser.add_argument_group("data")
-    data.add_argument("--vocab", type=int, default=d.vocab,
-                      help="vocabulary size (default %(default)s)")
-    data.add_argument("--seq-len", type=int, default=d.seq_len,
-                      help="sequence length, start symbol included (default %(default)s)")
+    by_name = {f.name: f for f in TASK_FIELDS}
+    add_field_arguments(parser.add_argument_group("data"),
+                        [by_name[n] for n in ("vocab", "seq_len")])
     train = parser.add_argument_group("training")
-    train.add_argument("--seed", type=int, default=d.seed, help="random seed (default %(default)s)")
-    train.add_argument("--steps", type=int, default=d.steps,
-                       help="optimizer steps (default %(default)s)")
-    train.add_argument("--batch-size", type=int, default=d.batch_size,
-                       help="sequences per batch (per rank when distributed; default %(default)s)")
-    train.add_argument("--accum-iter", type=int, default=d.accum_iter,
-                       help="batches per optimizer step (default %(default)s)")
-    train.add_argument("--warmup", type=int, default=d.warmup,
-                       help="learning-rate warm-up steps (default %(default)s)")
-    train.add_argument("--factor", type=float, default=d.factor,
-                       help="learning-rate scale (default %(default)s)")
-    train.add_argument("--smoothing", type=float, default=d.smoothing,
-                       help="label smoothing (default %(default)s)")
+    add_field_arguments(train, [by_name[n] for n in ("seed", "steps", "batch_size",
+                                                     "accum_iter", "warmup", "factor",
+                                                     "smoothing")])
     train.add_argument("--threads", type=int, default=1,
                        help="CPU threads for PyTorch (default %(default)s: the model is small, so "
                        "more threads mostly add overhead)")
@@ -77,6 +88,9 @@ def task_config_from_args(args: argparse.Namespace) -> CopyTaskConfig:
     Raises:
         ValueError: for a value out of range. TypeError: for a value of the wrong type.
     """
+    from .._checks import check_seed
+    from ..training.copy_task import CopyTaskConfig
+
     check_seed(args.seed, "--seed")
     return CopyTaskConfig(
         vocab=args.vocab, seq_len=args.seq_len, batch_size=args.batch_size, steps=args.steps,
@@ -168,6 +182,10 @@ def run_copy_task(args: argparse.Namespace) -> int:
         exact match: ...% (.../100 held-out sequences, seed 1, greedy decoding from start symbol 1)
         0
     """
+    import torch
+
+    from .._checks import check_non_negative_int, check_positive_int, check_seed
+
     check_positive_int("--threads", args.threads)
     check_positive_int("--eval-size", args.eval_size)
     if args.eval_size > MAX_EVAL_SIZE:
@@ -211,6 +229,13 @@ def _sizes(config: CopyTaskConfig) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
+    import torch
+
+    from ..data.copy_task import START_SYMBOL, heldout_sequences
+    from ..training.checkpoints import load_checkpoint, save_checkpoint
+    from ..training.copy_task import CopyTaskConfig, exact_match, train_copy_model
+    from ..training.loop import TrainState
+
     if args.load:
         model, meta = load_checkpoint(args.load)
         # the task's sizes come from the file when it has them, else from the options

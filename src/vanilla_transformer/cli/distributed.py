@@ -14,12 +14,11 @@ from __future__ import annotations
 import argparse
 import os
 
-import torch
-
-from .._checks import check_positive_int
-from .._io import atomic_torch_save
-from ..training.distributed import DEFAULT_TIMEOUT, train_distributed
 from .copy_task import add_task_arguments, task_config_from_args
+
+DEFAULT_TIMEOUT = 300.0
+"""`training.distributed.DEFAULT_TIMEOUT`, written out so that `--help` imports no PyTorch (a
+test checks that they agree)."""
 
 __all__ = ['main']
 
@@ -57,6 +56,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="how long a rank waits for the others before the job fails "
                         "(default %(default)s; PyTorch's own is 1800)")
     args = parser.parse_args(argv)
+    import torch
+
+    from .._checks import check_positive_int
+    from .._io import atomic_torch_save
+    from ..training.distributed import train_distributed
+
     try:
         check_positive_int("--threads", args.threads)
         config = task_config_from_args(args)

@@ -5,23 +5,71 @@ Every subcommand that builds or describes a model (`params`, `copy-task`, the `t
 adds its model options with
 [`add_config_arguments`][vanilla_transformer.cli.options.add_config_arguments] and reads them
 back with [`config_values`][vanilla_transformer.cli.options.config_values]. A new field of
-[`ModelConfig`][vanilla_transformer.model.config.ModelConfig] becomes an option everywhere, with
-its help taken from the field's entry in the class docstring.
+[`ModelConfig`][vanilla_transformer.model.config.ModelConfig] becomes an option everywhere once
+it is added to [`MODEL_FIELDS`][vanilla_transformer.cli.options.MODEL_FIELDS], the fields as
+`--help` needs them: that list is written out here so that `--help` imports no PyTorch, and a
+test checks it against `ModelConfig` (names, types, defaults, and the help, the first sentence
+of each field's entry in the class docstring).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import inspect
-import re
 from collections.abc import Collection, Mapping
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
-from ..model.config import ModelConfig
-from ..model.layers import LAYER_NORMS
+__all__ = ["OneLineParser", "CommandFailed", "ModelField", "MODEL_FIELDS", "LAYER_NORMS",
+           "PRESET_NAMES", "add_config_arguments", "add_field_arguments", "config_values"]
 
-__all__ = ["OneLineParser", "CommandFailed", "add_config_arguments", "config_values"]
+
+class ModelField(NamedTuple):
+    """One field of a configuration dataclass as a command-line option needs it: its name,
+    its type as written in the class, its default and its help (the field's
+    `metadata["help"]`, or for `ModelConfig` the first sentence of its docstring entry)."""
+
+    name: str
+    type: str
+    default: Any
+    help: str
+
+
+_REQUIRED: Any = dataclasses.MISSING
+
+MODEL_FIELDS: tuple[ModelField, ...] = (
+    ModelField("src_vocab", "int", _REQUIRED,
+               "source vocabulary size (0 allowed: no source embedding rows)"),
+    ModelField("tgt_vocab", "int", _REQUIRED, "target vocabulary size (0 allowed)"),
+    ModelField("N", "int", 6, "number of encoder layers and of decoder layers"),
+    ModelField("d_model", "int", 512, "model width"),
+    ModelField("d_ff", "int", 2048, "feed-forward hidden width"),
+    ModelField("h", "int", 8, "number of attention heads; must divide `d_model`"),
+    ModelField("dropout", "float", 0.1, "dropout probability in [0, 1)"),
+    ModelField("tie_weights", "bool", False,
+               "share one matrix between the source embedding, the target embedding and the "
+               "generator (paper section 3.4)"),
+    ModelField("norm_first", "bool", True,
+               "pre-norm residual blocks (the Annotated Transformer) or post-norm (the paper)"),
+    ModelField("layer_norm", "str", "annotated",
+               '`"annotated"` (unbiased std, eps 1e-6 added to the std) or `"torch"` '
+               "(`nn.LayerNorm`: biased variance, eps 1e-5 inside the square root)"),
+    ModelField("final_norm", "bool | None", None, "whether each stack ends with a LayerNorm"),
+    ModelField("generator_bias", "bool", True,
+               "whether the generator's projection has a bias (the Annotated Transformer's has)"),
+    ModelField("max_len", "int", 5000, "length of the positional-encoding table"),
+    ModelField("attn_dropout", "float | None", None, "dropout on the attention weights"),
+    ModelField("ff_dropout", "float | None", None,
+               "dropout on the feed-forward network's hidden activations, between the ReLU "
+               "and `W_2`"),
+)
+"""The fields of [`ModelConfig`][vanilla_transformer.model.config.ModelConfig], in order, with
+their defaults (`dataclasses.MISSING` for the vocabularies) and help; a test checks them."""
+
+LAYER_NORMS = ("annotated", "torch")
+"""`vanilla_transformer.model.layers.LAYER_NORMS`, for `--layer-norm`'s choices."""
+
+PRESET_NAMES = ("base", "big", "paper-base", "paper-big")
+"""The names of `vanilla_transformer.model.config.PRESETS`, for `--preset`'s choices."""
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -49,17 +97,9 @@ _CHOICES = {"layer_norm": LAYER_NORMS}
 _ALIASES = {"N": ["-N"]}
 
 
-def _field_help() -> dict[str, str]:
-    """The first sentence of each field's entry under `Args:` in `ModelConfig`'s docstring."""
-    doc = inspect.cleandoc(ModelConfig.__doc__ or "")
-    args = doc.split("Args:", 1)[-1].split("\n\n", 1)[0]
-    entries = re.findall(r"^ {4}(\w+): (.*?)(?=^ {4}\w+: |\Z)", args, re.M | re.S)
-    return {name: " ".join(text.split()).split(". ")[0].rstrip(".") for name, text in entries}
-
-
 def add_config_arguments(
     parser: argparse.ArgumentParser | argparse._ArgumentGroup,
-    defaults: Mapping[str, Any] | ModelConfig | None = None,
+    defaults: Mapping[str, Any] | Any = None,
     *,
     exclude: Collection[str] = (),
     shown: Mapping[str, Any] | None = None,
@@ -90,16 +130,15 @@ def add_config_arguments(
         >>> config_values(args)
         {'d_model': 64, 'tie_weights': False, 'norm_first': False}
     """
-    helps = _field_help()
-    values = defaults.to_dict() if isinstance(defaults, ModelConfig) else dict(defaults or {})
-    for f in dataclasses.fields(ModelConfig):
+    values = defaults.to_dict() if hasattr(defaults, "to_dict") else dict(defaults or {})
+    for f in MODEL_FIELDS:
         if f.name in exclude:
             continue
         default = values.get(f.name)
         value_shown = f.default if defaults is None else default
         if shown is not None and f.name in shown:
             value_shown = shown[f.name]
-        text = helps.get(f.name, f.name)
+        text = f.help
         if value_shown is not dataclasses.MISSING:
             text += f" (default: {value_shown})"
         kwargs: dict[str, Any] = dict(dest=f.name, default=default)
@@ -117,6 +156,28 @@ def add_config_arguments(
                                 help="the paper's post-norm blocks (same as --no-norm-first)")
 
 
+def add_field_arguments(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup, fields: Collection[ModelField]
+) -> None:
+    """Add one option per field, `--field-name VALUE`, defaulting to the field's default.
+
+    Args:
+        parser: a parser or an argument group.
+        fields: the fields, e.g. the copy task's `TASK_FIELDS`.
+
+    Examples:
+        >>> import argparse
+        >>> parser = argparse.ArgumentParser()
+        >>> add_field_arguments(parser, [ModelField("seq_len", "int", 10, "sequence length")])
+        >>> parser.parse_args(["--seq-len", "7"]).seq_len
+        7
+    """
+    for f in fields:
+        parser.add_argument("--" + f.name.replace("_", "-"), type=_TYPES[f.type],
+                            default=f.default, dest=f.name,
+                            help=f"{f.help} (default {f.default})".replace("%", "%%"))
+
+
 def config_values(args: argparse.Namespace) -> dict[str, Any]:
     """The `ModelConfig` fields that parsed options set: those present and not `None`.
 
@@ -130,5 +191,5 @@ def config_values(args: argparse.Namespace) -> dict[str, Any]:
     Examples:
         See [`add_config_arguments`][vanilla_transformer.cli.options.add_config_arguments].
     """
-    names = (f.name for f in dataclasses.fields(ModelConfig))
+    names = (f.name for f in MODEL_FIELDS)
     return {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}

@@ -90,7 +90,7 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "translate",
         help="train and use a translator (English number words to German or French)",
-        usage=f"{PROG} {{numbers,train,eval,export}} ... | {PROG} RUN [TEXT ...]",
+        usage=f"{PROG} {{numbers,train,eval,export}} ...\n       {PROG} RUN [TEXT ...]",
         description=(
             "numbers: write a number-words corpus (train/valid/test TSV). "
             "train: train a translator on source<TAB>target files. "
@@ -143,8 +143,9 @@ def _add_train(parser: argparse.ArgumentParser) -> None:
                        help="with --resume: continue on a training file that differs from the "
                             "run's")
     run = parser.add_argument_group("training")
-    run.add_argument("--preset", choices=PRESET_NAMES, default=None,
-                     help=f"model sizes (default {DEFAULT_PRESET}; with --resume, the run's)")
+    run.add_argument("--preset", choices=PRESET_NAMES, default=None, metavar="PRESET",
+                     help=f"model sizes: {', '.join(PRESET_NAMES)} (default {DEFAULT_PRESET}; "
+                          "with --resume, the run's)")
     for name, kind in (("max_steps", int), ("max_minutes", float), ("vocab_size", int),
                        ("max_tokens", int), ("warmup", int), ("factor", float),
                        ("smoothing", float), ("save_every", int), ("average", int),
@@ -177,8 +178,8 @@ def _add_decoding(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--checkpoint", choices=("averaged", "last"), default="averaged",
                         help="the averaged final model or the last checkpoint (default averaged)")
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
-                        help="where to decode: decoding runs on the CPU, so auto (default) "
-                             "is cpu and cuda is refused")
+                        help="where to decode: auto (default) is cuda when PyTorch sees a "
+                             "GPU, else cpu")
     parser.add_argument("--amp", choices=("off", "bf16", "fp16"), default="off",
                         help="mixed precision of decoding (default off); fp16 needs cuda")
 
@@ -403,13 +404,10 @@ def _load(args: argparse.Namespace) -> tuple[Any, Any]:
 
     if args.beam <= 0:
         raise ValueError(f"--beam must be positive, got {args.beam}")
-    if args.device == "cuda":
-        # the decoders of inference/ build their tensors on the CPU
-        raise ValueError("--device cuda: decoding runs on the CPU; use --device cpu or auto")
-    if args.amp == "fp16":
-        raise ValueError("--amp fp16 needs a CUDA device, and decoding runs on the CPU; use "
-                         "bf16 or off")
-    return load_translator(args.run, args.checkpoint, device="cpu")
+    from ..training.translation import amp_context, resolve_device
+
+    amp_context(resolve_device(args.device), args.amp)  # fp16 without CUDA: refused here
+    return load_translator(args.run, args.checkpoint, device=args.device)
 
 
 def _eval(args: argparse.Namespace) -> int:
@@ -499,7 +497,8 @@ def _decode(model: Any, tokenizer: Any, texts: list[str], args: argparse.Namespa
         return out
     from ..training.translation import amp_context
 
-    with torch.inference_mode(), amp_context(torch.device("cpu"), args.amp):
+    device = next(model.parameters()).device
+    with torch.inference_mode(), amp_context(device, args.amp):
         done = translate(model, tokenizer, [texts[i].strip() for i in kept],
                          beam_size=args.beam, alpha=args.alpha)
     for i, text in zip(kept, done):

@@ -16,8 +16,7 @@ import torch
 
 from .._checks import check_positive_int, check_token_ids
 from ..model.encoder_decoder import EncoderDecoder
-from ..model.masks import subsequent_mask
-from .greedy import _check_inputs, _src_keep_mask, embed_last_position
+from .greedy import _check_inputs, _src_keep_mask, _target_mask, embed_last_position
 
 __all__ = ['MAX_BEAM_SIZE', 'Hypothesis', 'length_penalty', 'sequence_log_prob', 'beam_search']
 
@@ -120,7 +119,7 @@ def sequence_log_prob(
                          f"got {tuple(ys.shape)}")
     src_mask = _src_keep_mask(src, src_mask)
     out = model.decode(model.encode(src, src_mask), src_mask, ys[:, :-1],
-                       subsequent_mask(ys.size(1) - 1).to(ys.device))
+                       _target_mask(ys.size(1) - 1, ys.device))
     logp = model.generator(out)  # (batch, length - 1, vocab)
     return logp.gather(-1, ys[:, 1:].unsqueeze(-1).long()).squeeze(-1).sum(-1)
 
@@ -226,7 +225,7 @@ def beam_search(
     best_penalty = ((5.0 + max_len - 1) / 6.0) ** alpha  # the largest: lp grows with length
     for t in range(1, max_len):  # t = number of generated tokens after this step
         if cache is None:
-            tgt_mask = subsequent_mask(ys.size(1)).to(device)
+            tgt_mask = _target_mask(ys.size(1), device)
             out = model.decoder(model.tgt_embed(ys), memory, src_mask, tgt_mask)
         else:
             out = model.decoder(embed_last_position(model, ys), memory, src_mask, None, cache)

@@ -21,7 +21,7 @@ from .._checks import check_non_negative_int, check_positive_int
 from ..data.batching import pad_sequences
 from ..data.tokenizer import BOS, EOS, PAD, SharedTokenizer
 from .beam import beam_search
-from .greedy import greedy_decode
+from .greedy import _model_device, greedy_decode
 
 __all__ = ["MAX_EXTRA", "translate_sentences", "translate_ids", "TranslationScores", "score_translations"]
 
@@ -99,6 +99,7 @@ def translate_ids(
 
     Each output holds at most `len(source) + max_extra` tokens after `<s>` (the limit is each
     sentence's own, also in a batch with longer ones) and ends at its first `</s>`, if any.
+    Decoding runs on the device of the model's parameters.
 
     Args:
         model: the encoder-decoder (put in eval mode here).
@@ -125,11 +126,13 @@ def translate_ids(
     ids = [list(map(int, s)) for s in sources]
     if any(len(s) == 0 for s in ids):
         raise ValueError("every source needs at least one token (its </s>)")
+    device = _model_device(model) or torch.device("cpu")
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
     out: list[list[int]] = [[] for _ in ids]
     for start in range(0, len(order), batch_size):
         rows = order[start:start + batch_size]
-        src = pad_sequences([ids[i] for i in rows], PAD)
+        with device:  # the batch is made where the model is
+            src = pad_sequences([ids[i] for i in rows], PAD)
         src_mask = (src != PAD).unsqueeze(-2)  # (batch, 1, src_len)
         max_len = src.size(1) + max_extra + 1  # + 1: the start symbol
         if beam_size == 1:

@@ -36,6 +36,18 @@ def _src_keep_mask(src: torch.Tensor, src_mask: torch.Tensor | None) -> torch.Te
     return as_keep_mask(src_mask, src.size(0), 1, src.size(1), "src_mask")
 
 
+def _model_device(model: nn.Module) -> torch.device | None:
+    """The device of the model's parameters (`None` for a model without any)."""
+    first = next(model.parameters(), None)
+    return None if first is None else first.device
+
+
+def _target_mask(size: int, device: torch.device) -> torch.Tensor:
+    """`subsequent_mask(size)` made on `device` directly, not made on the CPU and copied."""
+    with device:
+        return subsequent_mask(size)
+
+
 def _check_inputs(
     model: nn.Module,
     src: torch.Tensor,
@@ -47,11 +59,20 @@ def _check_inputs(
 ) -> torch.Tensor | None:
     """The checks of a decoding call, done once; returns `src_mask` as `(batch or 1, 1, src_len)`.
 
+    `src` and `src_mask` must be on the device of the model's parameters: decoding makes
+    every tensor it needs on `src.device`.
+
     `src` is checked for its type and shape here; `model.encode` checks its ids against the
     vocabulary. The target symbols are checked against the target vocabulary and `max_len`
     against the positional table, because the decoding loop calls the decoder directly.
     """
     check_token_ids(src, None, "src")
+    device = _model_device(model)
+    if device is not None and src.device != device:
+        raise ValueError(f"src is on {src.device} but the model's parameters are on {device}: "
+                         f"move it with src.to({str(device)!r})")
+    if src_mask is not None and src_mask.device != src.device:
+        raise ValueError(f"src_mask is on {src_mask.device} but src is on {src.device}")
     if src.size(0) == 0 or src.size(1) == 0:
         raise ValueError(f"src of shape {tuple(src.shape)} is empty: decoding needs at least one "
                          "source sequence of at least one token")
@@ -177,7 +198,7 @@ def greedy_decode(
     cache = model.decoder.init_cache() if use_cache else None
     for _ in range(max_len - 1):
         if cache is None:
-            tgt_mask = subsequent_mask(ys.size(1)).to(device)
+            tgt_mask = _target_mask(ys.size(1), device)
             out = model.decoder(model.tgt_embed(ys), memory, src_mask, tgt_mask)
         else:  # one new query, which may attend to every cached position: no target mask
             out = model.decoder(embed_last_position(model, ys), memory, src_mask, None, cache)

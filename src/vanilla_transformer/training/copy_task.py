@@ -46,6 +46,8 @@ class CopyTaskConfig:
     is `CopyTaskConfig(model=COPY_MODEL.replace(d_model=16))`, and `config.d_model` reads
     `config.model.d_model`.
 
+    Each field's `metadata["help"]` is its help on the command line (`copy-task`).
+
     Args:
         vocab: vocabulary size, padding and start symbol included.
         seq_len: sequence length, start symbol included.
@@ -69,16 +71,19 @@ class CopyTaskConfig:
         (3, 16, 7)
     """
 
-    vocab: int = 11
-    seq_len: int = 10
-    model: ModelConfig = COPY_MODEL
-    batch_size: int = 64
-    steps: int = 400
-    accum_iter: int = 1
-    warmup: int = 100
-    factor: float = 1.0
-    smoothing: float = 0.1
-    seed: int = 0
+    vocab: int = field(default=11, metadata={"help": "vocabulary size"})
+    seq_len: int = field(default=10, metadata={
+        "help": "sequence length, start symbol included"})
+    model: ModelConfig = field(default=COPY_MODEL, metadata={
+        "help": "the model's hyperparameters"})
+    batch_size: int = field(default=64, metadata={
+        "help": "sequences per batch (per rank when distributed)"})
+    steps: int = field(default=400, metadata={"help": "optimizer steps"})
+    accum_iter: int = field(default=1, metadata={"help": "batches per optimizer step"})
+    warmup: int = field(default=100, metadata={"help": "learning-rate warm-up steps"})
+    factor: float = field(default=1.0, metadata={"help": "learning-rate scale"})
+    smoothing: float = field(default=0.1, metadata={"help": "label smoothing"})
+    seed: int = field(default=0, metadata={"help": "random seed"})
 
     def __post_init__(self) -> None:
         check_positive_int("vocab", self.vocab)
@@ -118,7 +123,23 @@ class CopyTaskConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CopyTaskConfig:
-        """Rebuild a configuration from `to_dict`'s output (or 0.1.0's flat dict)."""
+        """Rebuild a configuration from `to_dict`'s output (or 0.1.0's flat dict).
+
+        Raises:
+            ValueError: for a key that is neither a field nor a model keyword, naming it and
+                the known keys.
+
+        Examples:
+            >>> CopyTaskConfig.from_dict({"step": 5})  # doctest: +ELLIPSIS
+            Traceback (most recent call last):
+            ...
+            ValueError: unknown CopyTaskConfig settings ['step']; expected some of ['vocab', ...
+        """
+        known = [f.name for f in dataclasses.fields(cls)] + sorted(_MODEL_KEYWORDS)
+        unknown = sorted(set(data) - set(known))
+        if unknown:
+            raise ValueError(f"unknown CopyTaskConfig settings {unknown}; expected some of "
+                             f"{known}")
         data = dict(data)
         if isinstance(data.get("model"), dict):
             data["model"] = ModelConfig.from_dict(data["model"])

@@ -135,6 +135,8 @@ def _check_run_options(options: dict[str, Any], eval_size: int) -> dict[str, Any
 class TranslationConfig:
     r"""How a translator is trained (the model's sizes are a `ModelConfig`).
 
+    Each field's `metadata["help"]` is its help on the command line (`translate train`).
+
     Args:
         vocab_size: the shared byte-pair vocabulary's size.
         max_tokens: padded tokens per batch (section 5.1 uses about 25000 per language).
@@ -157,17 +159,25 @@ class TranslationConfig:
         5
     """
 
-    vocab_size: int = 250
-    max_tokens: int = 1500
-    warmup: int = 400
-    factor: float = 1.0
-    smoothing: float = 0.1
-    max_steps: int = 1200
-    max_minutes: float | None = None
-    save_every: int = 100
-    average: int = 5
-    eval_size: int = 200
-    seed: int = 0
+    vocab_size: int = field(default=250, metadata={
+        "help": "size of the shared byte-pair vocabulary"})
+    max_tokens: int = field(default=1500, metadata={"help": "padded tokens per batch"})
+    warmup: int = field(default=400, metadata={
+        "help": "warm-up steps of the learning-rate schedule"})
+    factor: float = field(default=1.0, metadata={"help": "scale of the learning-rate schedule"})
+    smoothing: float = field(default=0.1, metadata={"help": "label smoothing epsilon"})
+    max_steps: int = field(default=1200, metadata={
+        "help": "optimizer steps in all, resumed ones included"})
+    max_minutes: float | None = field(default=None, metadata={
+        "help": "stop after this many minutes of this call, with a checkpoint"})
+    save_every: int = field(default=100, metadata={
+        "help": "steps between checkpoints; each one validates"})
+    average: int = field(default=5, metadata={
+        "help": "how many of the last checkpoints are averaged into model.pt"})
+    eval_size: int = field(default=200, metadata={
+        "help": "validation sentences decoded at each checkpoint"})
+    seed: int = field(default=0, metadata={
+        "help": "seed of the initial weights, the dropout and the batch order"})
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "max_tokens", "warmup", "max_steps", "save_every", "average"):
@@ -194,9 +204,23 @@ class TranslationConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TranslationConfig:
-        """Rebuild from `to_dict`'s output, ignoring unknown keys."""
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        """Rebuild from `to_dict`'s output; missing keys keep their defaults.
+
+        Raises:
+            ValueError: for a key that is not a field, naming it and the fields.
+
+        Examples:
+            >>> TranslationConfig.from_dict({"max_step": 10})  # doctest: +ELLIPSIS
+            Traceback (most recent call last):
+            ...
+            ValueError: unknown TranslationConfig settings ['max_step']; expected some of ...
+        """
+        known = [f.name for f in fields(cls)]
+        unknown = sorted(set(data) - set(known))
+        if unknown:
+            raise ValueError(f"unknown TranslationConfig settings {unknown}; expected some of "
+                             f"{known}")
+        return cls(**data)
 
 
 @dataclass

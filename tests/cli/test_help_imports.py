@@ -1,0 +1,115 @@
+"""`--help` and `--version` import no PyTorch, and the option lists written out for them agree
+with the classes they mirror."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+
+HELPS = [
+    ["--help"],
+    ["--version"],
+    ["params", "--help"],
+    ["copy-task", "--help"],
+    ["translate", "--help"],
+    ["translate", "numbers", "--help"],
+    ["translate", "train", "--help"],
+    ["translate", "eval", "--help"],
+    ["translate", "export", "--help"],
+    ["translate", "RUN", "--help"],
+]
+
+
+@pytest.mark.parametrize("argv", HELPS, ids=" ".join)
+def test_help_does_not_import_torch(argv: list[str]) -> None:
+    code = (
+        "import sys\n"
+        "from vanilla_transformer.cli import main\n"
+        f"status = main({argv!r})\n"
+        "assert status == 0, status\n"
+        "print('torch' in sys.modules, file=sys.stderr)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    done = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip()  # the help (or the version) was printed
+    assert done.stderr.strip().splitlines()[-1] == "False"
+
+
+@pytest.mark.parametrize("module", ["vanilla_transformer.cli", "vanilla_transformer",
+                                    "vanilla_transformer.cli.distributed"])
+def test_importtime_shows_no_torch(module: str) -> None:
+    argv = ["translate", "train", "--help"] if module != "vanilla_transformer.cli.distributed" \
+        else ["--help"]
+    env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", module, *argv], check=False,
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "--max-steps" in done.stdout or "--steps" in done.stdout
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()
+                if line.startswith("import time:")}
+    assert "vanilla_transformer.cli.options" in imported  # importtime did report
+    assert "torch" not in imported and "numpy" not in imported
+
+
+def _first_sentences(doc: str) -> dict[str, str]:
+    """The first sentence of each entry under `Args:` in a Google-style docstring."""
+    args = inspect.cleandoc(doc).split("Args:", 1)[-1].split("\n\n", 1)[0]
+    entries = re.findall(r"^ {4}(\w+): (.*?)(?=^ {4}\w+: |\Z)", args, re.MULTILINE | re.DOTALL)
+    return {name: " ".join(text.split()).split(". ")[0].rstrip(".") for name, text in entries}
+
+
+def test_model_fields_agree_with_model_config() -> None:
+    from vanilla_transformer.cli.options import LAYER_NORMS, MODEL_FIELDS, PRESET_NAMES
+    from vanilla_transformer.model import layers
+    from vanilla_transformer.model.config import PRESETS, ModelConfig
+
+    fields = dataclasses.fields(ModelConfig)
+    assert [f.name for f in MODEL_FIELDS] == [f.name for f in fields]
+    assert [f.type for f in MODEL_FIELDS] == [f.type for f in fields]
+    assert [f.default for f in MODEL_FIELDS] == [f.default for f in fields]
+    helps = _first_sentences(ModelConfig.__doc__ or "")
+    assert {f.name: f.help for f in MODEL_FIELDS} == helps
+    assert LAYER_NORMS == layers.LAYER_NORMS
+    assert PRESET_NAMES == tuple(sorted(PRESETS))
+
+
+def test_copy_task_fields_agree():
+    from vanilla_transformer.cli.copy_task import (
+        MODEL_DEFAULTS,
+        TASK_DEFAULTS,
+        TASK_FIELDS,
+    )
+    from vanilla_transformer.training.copy_task import COPY_MODEL, CopyTaskConfig
+
+    expected = CopyTaskConfig().to_dict()
+    assert expected.pop("model") == MODEL_DEFAULTS == COPY_MODEL.to_dict()
+    assert expected == TASK_DEFAULTS
+    fields = {f.name: f for f in dataclasses.fields(CopyTaskConfig) if f.name != "model"}
+    assert {f.name: (f.type, f.default, f.help) for f in TASK_FIELDS} == {
+        name: (f.type, f.default, f.metadata["help"]) for name, f in fields.items()}
+
+
+def test_translate_training_help_is_the_fields_metadata():
+    from vanilla_transformer.cli.translate import TRAINING_HELP
+    from vanilla_transformer.training.translation import TranslationConfig
+
+    for f in dataclasses.fields(TranslationConfig):
+        assert TRAINING_HELP[f.name] == f.metadata["help"], f.name
+
+
+def test_distributed_timeout_agrees() -> None:
+    from vanilla_transformer.cli import distributed as cli_distributed
+    from vanilla_transformer.training import distributed
+
+    assert cli_distributed.DEFAULT_TIMEOUT == distributed.DEFAULT_TIMEOUT
