@@ -1,7 +1,9 @@
-r"""Label smoothing (paper section 5.4) and the loss of a batch of decoder states.
+r"""Label smoothing and the loss of a batch of decoder states.
 
-For the correct class $y$ the target puts $1 - \epsilon_{ls}$ on $y$, nothing on padding and
-$\epsilon_{ls} / (V - 2)$ on each other class; the loss is $KL(target \,\|\, p_{model})$.
+The paper's section 5.4 gives only $\epsilon_{ls} = 0.1$. The target here has the Annotated
+Transformer's form: for the correct class $y$ it puts $1 - \epsilon_{ls}$ on $y$, nothing on
+padding and $\epsilon_{ls} / (V - 2)$ on each other class; the loss is
+$KL(target \,\|\, p_{model})$.
 
 `LabelSmoothing` builds that target row by row, which shows the idea; `label_smoothed_kl`
 computes the same sum from three numbers per row and is what training uses.
@@ -25,7 +27,8 @@ __all__ = ['LabelSmoothing', 'label_smoothed_kl', 'SimpleLossCompute']
 
 
 class LabelSmoothing(nn.Module):
-    r"""KL-divergence loss against a label-smoothed target distribution (paper section 5.4).
+    r"""KL-divergence loss against a label-smoothed target distribution (the Annotated
+    Transformer's form; the paper's section 5.4 gives only $\epsilon_{ls}$).
 
     For a row whose correct class is $y$, the target distribution puts $1 - \epsilon$ on $y$,
     nothing on the padding class, and spreads $\epsilon$ evenly over the other `size - 2` classes,

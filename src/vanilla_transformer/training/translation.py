@@ -18,6 +18,7 @@ Explained on the [Training a real translator][translator-guide] page.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import math
@@ -47,7 +48,7 @@ from .checkpoints import (
     save_checkpoint,
 )
 from .loop import TrainingDiverged, gradients_are_finite
-from .loss import LabelSmoothing, SimpleLossCompute
+from .loss import SimpleLossCompute, label_smoothed_kl
 from .run_folder import (
     CHECKPOINTS,
     CONFIG_FILE,
@@ -784,8 +785,9 @@ def _train_locked(
     model = make_model_from_config(model_config)
     optimizer, scheduler = make_optimizer(model, model_config.d_model, factor=config.factor,
                                           warmup=config.warmup)
-    loss_compute = SimpleLossCompute(
-        model.generator, LabelSmoothing(model_config.tgt_vocab, PAD, config.smoothing))
+    # the label-smoothed KL of LabelSmoothing, without building a (rows, V) target
+    loss_compute = SimpleLossCompute(model.generator, functools.partial(
+        label_smoothed_kl, padding_idx=PAD, smoothing=config.smoothing))
     step, epoch, position, seconds = 0, 0, 0, 0.0
     losses: list[float] = []
     history: list[dict[str, Any]] = []
