@@ -415,7 +415,9 @@ class StreamingTokenBatches:
         corpus: the [`TokenizedCorpus`][vanilla_transformer.data.corpus.TokenizedCorpus].
         max_tokens: the most padded tokens per batch, `rows * max(src_len, tgt_len)` counted
             with the end symbol (a longer pair gets a batch of its own).
-        pad, bos, eos: the padding id, the start symbol and the end symbol.
+        pad: the padding id.
+        bos: the start symbol.
+        eos: the end symbol.
         seed: seeds each epoch's order.
         pool_size: pairs sorted together, or `None` to sort the whole corpus once.
 
