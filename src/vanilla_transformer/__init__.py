@@ -2,7 +2,7 @@
 
 The package is layered, and each layer imports only from the ones listed before it:
 
-- `model/`: the paper, read top to bottom: masks, attention, layers, embeddings, encoder,
+- `model/`: the paper's building blocks, from the bottom up: masks, attention, layers, embeddings, encoder,
   decoder and the encoder-decoder that `make_model` assembles;
 - `data/`: batches, padding, the copy task's data, the number-words corpus, the shared
   byte-pair tokenizer and batches by token count;
@@ -13,7 +13,8 @@ The package is layered, and each layer imports only from the ones listed before 
 - `analysis/`: parameter, FLOP and memory counts, and shape tracing;
 - `cli/`: the `vanilla-transformer` command.
 
-Every public name is importable from the top level. Importing the package builds nothing.
+The most used names are importable from the top level, every public name from its
+sub-package. Importing the package builds nothing.
 See the Code map page of the documentation.
 """
 

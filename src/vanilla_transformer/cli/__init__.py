@@ -1,8 +1,9 @@
 """The `vanilla-transformer` command line (also `python -m vanilla_transformer`).
 
 Subcommands: `params`, the parameter, FLOP and memory calculator of
-[`analysis`][vanilla_transformer.analysis], and `copy-task`
-([`cli.copy_task`][vanilla_transformer.cli.copy_task]). Each module exposes
+[`analysis`][vanilla_transformer.analysis], `copy-task`
+([`cli.copy_task`][vanilla_transformer.cli.copy_task]) and `translate`
+([`cli.translate`][vanilla_transformer.cli.translate]). Each module exposes
 `register(subparsers)`, called in [`build_parser`][vanilla_transformer.cli.build_parser]; the
 model's options come from [`cli.options`][vanilla_transformer.cli.options]. Every failure is one
 line on stderr and an exit status: 2 for a rejected argument or bad input, 1 when the work

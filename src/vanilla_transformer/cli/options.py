@@ -1,8 +1,8 @@
 """Command-line options generated from the fields of `ModelConfig`, the one list of a model's
 hyperparameters.
 
-Every subcommand that builds or describes a model (`params`, `copy-task`, the `torchrun` entry)
-adds its model options with
+Every subcommand that builds or describes a model (`params`, `copy-task`, `translate train`,
+the `torchrun` entry) adds its model options with
 [`add_config_arguments`][vanilla_transformer.cli.options.add_config_arguments] and reads them
 back with [`config_values`][vanilla_transformer.cli.options.config_values]. A new field of
 [`ModelConfig`][vanilla_transformer.model.config.ModelConfig] becomes an option everywhere once

@@ -316,7 +316,8 @@ def _writable_folder(out: str) -> Path:
 
 class _StopOnSignal:
     """SIGINT and SIGTERM ask training to stop after the current step; a second one stops it
-    at once (KeyboardInterrupt). Files stay whole either way: every write is atomic."""
+    at once (KeyboardInterrupt). Checkpoints and settings are written atomically either way;
+    `metrics.jsonl` can lose its last line, which `--resume` drops."""
 
     def __init__(self) -> None:
         self.signal: int | None = None

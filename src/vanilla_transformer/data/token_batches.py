@@ -2,7 +2,7 @@
 
 Sentence pairs are sorted by length and cut into batches whose padded size
 `rows * max(src_len, tgt_len)` stays within `max_tokens`: short sentences come many to a
-batch, long ones few, and little of any batch is padding. The order of the batches is
+batch, long ones few, and sentences of similar length share a batch. The order of the batches is
 shuffled each epoch with a seeded generator, so an epoch's batches are a function of
 `(seed, epoch)` alone and a resumed run sees the same batches as an uninterrupted one.
 

@@ -1,4 +1,4 @@
-"""Inference: greedy decoding and beam search, both with the key/value cache, and translating
+"""Inference: greedy decoding and beam search, both able to use the key/value cache, and translating
 and scoring sentences with a trained model."""
 
 from .greedy import embed_last_position, greedy_decode

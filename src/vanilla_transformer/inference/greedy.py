@@ -154,7 +154,8 @@ def greedy_decode(
     `max_len - 1` times. By default each step recomputes the decoder over the whole prefix, as
     the Annotated Transformer does. With `use_cache=True` each step feeds only the newest token and the
     attention modules keep their keys and values in a
-    [`KVCache`][vanilla_transformer.model.cache.KVCache]; the tokens are the same.
+    [`KVCache`][vanilla_transformer.model.cache.KVCache]; in the tests the tokens are the same (a
+    near-tie could break differently, since the sums run in another order).
 
     Call `model.eval()` first: in training mode dropout makes the result random.
 

@@ -4,8 +4,10 @@ The model's code is the paper's equations
 ([`attention`][vanilla_transformer.model.attention.attention]). When the attention weights are
 not needed, `MultiHeadedAttention` calls
 [`fast_attention`][vanilla_transformer.model.fast.fast_attention] instead, which computes the
-same function with PyTorch's fused kernel. Each branch here earns its place in
-`benchmarks/fast_paths.py`; the [Performance][performance-guide] page has the figures.
+same function with PyTorch's fused kernel. `benchmarks/fast_paths.py` measures each branch. In
+our runs the fused kernel made a training step on an H100 12 to 23 % faster than the explicit
+computation; on 2 CPU cores the dropout branch beat PyTorch's fallback at length 1024 but not
+at 64 or 256. The [Performance][performance-guide] page has the figures.
 """
 
 from __future__ import annotations
@@ -28,14 +30,15 @@ def fast_attention(
     mask: torch.Tensor | None,
     dropout: nn.Dropout,
 ) -> torch.Tensor:
-    """`attention(query, key, value, mask, dropout)[0]`, computed by the fastest kernel at hand.
+    """`attention(query, key, value, mask, dropout)[0]`, computed by a fused kernel where one fits.
 
     - `torch.nn.functional.scaled_dot_product_attention` (fused; no weights are materialised);
     - on the CPU when training with dropout on the weights, where PyTorch has no fused kernel
       and its fallback makes more passes over the scores, the explicit computation with the
       scale folded into the queries and the mask filled in place.
 
-    The only difference from the reference is a query whose every key is masked: the fused
+    Apart from float rounding, the only difference from the reference is a query whose every
+    key is masked: the fused
     kernel returns a zero vector there, the reference spreads the weight evenly.
 
     Args:

@@ -29,8 +29,9 @@ from .schedule import make_optimizer
 __all__ = ['COPY_MODEL', 'CopyTaskConfig', 'CopyTaskRun', 'train_copy_model', 'exact_match']
 
 COPY_MODEL = ModelConfig(11, 11, N=1, d_model=64, d_ff=256, h=4, dropout=0.0)
-"""The copy task's default model: one layer per stack learns the task in fewer steps than two,
-and no dropout, because the data is unlimited and the model cannot over-fit."""
+"""The copy task's default model: one layer per stack, which in our runs reached 100 % exact
+match (`benchmarks/results/copy_task.json`), and no dropout: every batch is freshly drawn, so
+no sequence is seen twice."""
 
 _MODEL_FIELDS = frozenset(f.name for f in dataclasses.fields(ModelConfig))
 _MODEL_KEYWORDS = _MODEL_FIELDS - {"src_vocab", "tgt_vocab"}  # set by `vocab`
@@ -38,7 +39,8 @@ _MODEL_KEYWORDS = _MODEL_FIELDS - {"src_vocab", "tgt_vocab"}  # set by `vocab`
 
 @dataclass(frozen=True)
 class CopyTaskConfig:
-    r"""Everything that determines a copy-task run; the defaults reach 100% exact match.
+    r"""Everything that determines a copy-task run; in our runs the defaults reached 100 % exact
+    match (seeds 0 to 4, `benchmarks/results/copy_task.json`).
 
     The model's hyperparameters live in `model`, a
     [`ModelConfig`][vanilla_transformer.model.config.ModelConfig]; its vocabularies are set to
