@@ -26,6 +26,24 @@ from .._checks import check_positive_int, reads_values
 __all__ = ['LabelSmoothing', 'label_smoothed_kl', 'SimpleLossCompute']
 
 
+
+def _check_smoothing(size: int, padding_idx: object, smoothing: object, size_name: str) -> None:
+    """Raise unless `padding_idx` is a class of `size` and `smoothing` fits: `[0, 1)`, and at
+    least one class to spread it over besides the correct one and padding."""
+    if isinstance(padding_idx, bool) or not isinstance(padding_idx, int):
+        raise TypeError(f"padding_idx must be an int, got {padding_idx!r}")
+    if not 0 <= padding_idx < size:
+        raise ValueError(f"padding_idx must be in [0, {size}), got {padding_idx}")
+    if isinstance(smoothing, bool) or not isinstance(smoothing, (int, float)):
+        raise TypeError(f"smoothing must be a float in [0, 1), got {smoothing!r}")
+    if not 0.0 <= smoothing < 1.0:
+        raise ValueError(f"smoothing must be in [0, 1), got {smoothing}")
+    if smoothing > 0 and size < 3:
+        raise ValueError(
+            f"smoothing={smoothing} is spread over {size_name} - 2 classes (all but the correct "
+            f"one and padding), so {size_name} must be at least 3; got {size_name}={size}"
+        )
+
 class LabelSmoothing(nn.Module):
     r"""KL-divergence loss against a label-smoothed target distribution (the Annotated
     Transformer's form; the paper's section 5.4 gives only $\epsilon_{ls}$).
@@ -73,19 +91,7 @@ class LabelSmoothing(nn.Module):
     def __init__(self, size: int, padding_idx: int, smoothing: float = 0.0) -> None:
         super().__init__()
         check_positive_int("size", size)
-        if isinstance(padding_idx, bool) or not isinstance(padding_idx, int):
-            raise TypeError(f"padding_idx must be an int, got {padding_idx!r}")
-        if not 0 <= padding_idx < size:
-            raise ValueError(f"padding_idx must be in [0, {size}), got {padding_idx}")
-        if isinstance(smoothing, bool) or not isinstance(smoothing, (int, float)):
-            raise TypeError(f"smoothing must be a float in [0, 1), got {smoothing!r}")
-        if not 0.0 <= smoothing < 1.0:
-            raise ValueError(f"smoothing must be in [0, 1), got {smoothing}")
-        if smoothing > 0 and size < 3:
-            raise ValueError(
-                f"smoothing={smoothing} is spread over size - 2 classes (all but the correct one "
-                f"and padding), so size must be at least 3; got size={size}"
-            )
+        _check_smoothing(size, padding_idx, smoothing, "size")
         self.size = size
         self.padding_idx = padding_idx
         self.smoothing = float(smoothing)
@@ -258,19 +264,7 @@ def label_smoothed_kl(
         raise ValueError(
             f"target must have shape ({rows},) to match log_probs, got {tuple(target.shape)}"
         )
-    if isinstance(padding_idx, bool) or not isinstance(padding_idx, int):
-        raise TypeError(f"padding_idx must be an int, got {padding_idx!r}")
-    if not 0 <= padding_idx < size:
-        raise ValueError(f"padding_idx must be in [0, {size}), got {padding_idx}")
-    if isinstance(smoothing, bool) or not isinstance(smoothing, (int, float)):
-        raise TypeError(f"smoothing must be a float in [0, 1), got {smoothing!r}")
-    if not 0.0 <= smoothing < 1.0:
-        raise ValueError(f"smoothing must be in [0, 1), got {smoothing}")
-    if smoothing > 0 and size < 3:
-        raise ValueError(
-            f"smoothing={smoothing} is spread over V - 2 classes (all but the correct one and "
-            f"padding), so V must be at least 3; got V={size}"
-        )
+    _check_smoothing(size, padding_idx, smoothing, "V")
     if target.numel() and reads_values(target):
         lo, hi = (int(v) for v in torch.aminmax(target))
         if lo < 0 or hi >= size:
