@@ -1,7 +1,8 @@
 """Shared by the figure scripts of the Learn the Transformer lessons (docs/figures/lesson_*.py).
 
 Loaded with `runpy` (figure scripts are run by path, not imported): the trained translator's
-folder, and a mask drawn as a grid of allowed (1) and blocked (0) cells with tokens as ticks.
+folder, the batch of two pairs whose masks the Layers and masks lesson draws, and a mask drawn
+as a grid of allowed (1) and blocked (0) cells with tokens as ticks.
 """
 
 from __future__ import annotations
@@ -14,6 +15,18 @@ from matplotlib.colors import ListedColormap
 TRANSLATOR = Path(__file__).resolve().parents[1] / "assets" / "translator"
 ALLOWED, BLOCKED = "#3060a8", "#e6e6e6"  # the dark scheme inverts both: light blue, dark grey
 FONT = 11
+PAIRS = [("four hundred and forty-one", "vierhunderteinundvierzig"), ("five", "fünf")]
+
+
+def translator_batch():
+    """The translator's piece names (id -> piece) and a `Batch` of `PAIRS` with its masks."""
+    from vanilla_transformer.data import SharedTokenizer, collate_batch
+    from vanilla_transformer.data.tokenizer import BOS, EOS, PAD
+
+    tok = SharedTokenizer.load(TRANSLATOR / "tokenizer.json")
+    batch = collate_batch([(tok.encode(e) + [EOS], tok.encode(g)) for e, g in PAIRS], PAD,
+                          bos=BOS, eos=EOS)
+    return tok.tokenizer.id_to_token, batch
 
 
 def draw_mask(ax: plt.Axes, mask, xlabels, ylabels, title: str) -> None:

@@ -16,18 +16,11 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
 
-from vanilla_transformer.data import SharedTokenizer, collate_batch
-from vanilla_transformer.data.tokenizer import BOS, EOS, PAD
-
 COMMON = runpy.run_path(str(Path(__file__).with_name("_lesson_common.py")))
-PAIRS = [("four hundred and forty-one", "vierhunderteinundvierzig"), ("five", "fünf")]
 
 
 def draw() -> plt.Figure:
-    tok = SharedTokenizer.load(COMMON["TRANSLATOR"] / "tokenizer.json")
-    batch = collate_batch([(tok.encode(e) + [EOS], tok.encode(g)) for e, g in PAIRS], PAD,
-                          bos=BOS, eos=EOS)
-    name = tok.tokenizer.id_to_token
+    name, batch = COMMON["translator_batch"]()
     fig, axes = plt.subplots(2, 1, figsize=(5.2, 3.4), layout="constrained")
     for i, ax in enumerate(axes):
         tokens = [name(t) for t in batch.src[i].tolist()]

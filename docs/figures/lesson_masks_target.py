@@ -14,18 +14,12 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from vanilla_transformer import subsequent_mask
-from vanilla_transformer.data import SharedTokenizer, collate_batch
-from vanilla_transformer.data.tokenizer import BOS, EOS, PAD
 
 COMMON = runpy.run_path(str(Path(__file__).with_name("_lesson_common.py")))
-PAIRS = [("four hundred and forty-one", "vierhunderteinundvierzig"), ("five", "fünf")]
 
 
 def draw() -> plt.Figure:
-    tok = SharedTokenizer.load(COMMON["TRANSLATOR"] / "tokenizer.json")
-    batch = collate_batch([(tok.encode(e) + [EOS], tok.encode(g)) for e, g in PAIRS], PAD,
-                          bos=BOS, eos=EOS)
-    name = tok.tokenizer.id_to_token
+    name, batch = COMMON["translator_batch"]()
     tokens = [name(t) for t in batch.tgt[1].tolist()]
     n = len(tokens)
     fig, axes = plt.subplots(1, 2, figsize=(7.4, 3.9), layout="constrained")
