@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 
 import pytest
 
@@ -57,6 +58,21 @@ def test_resume_continues(data, run, capsys):
                  str(data / "valid.tsv"), "--out", str(run), "--max-steps", "8", "--resume",
                  *TINY]) == 0
     assert "trained 8 steps" in capsys.readouterr().out
+
+
+def test_train_streams_the_file_into_ids_reused_on_resume(data, tmp_path, capsys):
+    out = tmp_path / "run"
+    args = ["translate", "train", "--train", str(data / "train.tsv"), "--valid",
+            str(data / "valid.tsv"), "--out", str(out), *TINY]
+    assert main([*args, "--max-steps", "4"]) == 0
+    meta = json.loads((out / "ids" / "corpus.json").read_text())
+    assert meta["pairs"] == 60 and meta["tsv"] == str((data / "train.tsv").resolve())
+    written = {p.name: p.stat().st_mtime_ns for p in (out / "ids").iterdir()}
+    assert main([*args, "--max-steps", "6", "--resume"]) == 0
+    assert "trained 6 steps" in capsys.readouterr().out
+    assert {p.name: p.stat().st_mtime_ns for p in (out / "ids").iterdir()} == written
+    assert main([*args, "--max-steps", "2", "--overwrite"]) == 0  # a new run, new ids
+    assert (out / "ids" / "corpus.json").stat().st_mtime_ns > written["corpus.json"]
 
 
 def test_eval_prints_the_three_scores(data, run, capsys):

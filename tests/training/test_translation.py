@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 
@@ -130,3 +132,76 @@ def test_a_checkpoint_between_saves_leaves_the_average_once_training_goes_on(cor
     assert again.averaged == [10, 15, 20]
     assert [p.name for p in checkpoint_paths(tmp_path)] == [
         "step-0000010.pt", "step-0000015.pt", "step-0000020.pt"]
+
+
+def _final_weights(folder):
+    return load_train_state(checkpoint_paths(folder)[-1])["model"]
+
+
+@pytest.mark.parametrize("max_len", [5000, 9])
+def test_a_run_fed_a_file_equals_a_run_fed_its_pairs(corpus, tmp_path, max_len):
+    from vanilla_transformer.data import write_tsv
+
+    tsv = write_tsv(tmp_path / "train.tsv", corpus["train"])
+    options = {**TINY, "max_len": max_len}  # 9 positions leave the longest pairs out
+    pairs = train_translation(corpus["train"], corpus["valid"], tmp_path / "pairs",
+                              model_options=options, config=_config(max_steps=16), progress=False)
+    streamed = train_translation(tsv, corpus["valid"], tmp_path / "file", model_options=options,
+                                 config=_config(max_steps=16), progress=False)
+    assert (tmp_path / "file" / "ids" / "corpus.json").is_file()
+    assert not (tmp_path / "pairs" / "ids").exists()
+    assert streamed.tokenizer.tokenizer.to_str() == pairs.tokenizer.tokenizer.to_str()
+    assert streamed.skipped == pairs.skipped
+    assert (streamed.skipped > 0) == (max_len == 9)
+    # the same batches in the same order (16 steps cross an epoch), so the same losses
+    assert streamed.losses == pairs.losses
+    expected = _final_weights(tmp_path / "pairs")
+    for name, tensor in _final_weights(tmp_path / "file").items():
+        assert torch.equal(tensor, expected[name]), name
+
+
+def test_a_resumed_run_fed_a_file_is_exact_and_reuses_its_ids(corpus, tmp_path):
+    from vanilla_transformer.data import write_tsv
+
+    tsv = write_tsv(tmp_path / "train.tsv", corpus["train"])
+    k = 12
+    full = train_translation(tsv, corpus["valid"], tmp_path / "full", model_options=TINY,
+                             config=_config(max_steps=2 * k), progress=False)
+    first = train_translation(tsv, corpus["valid"], tmp_path / "split", model_options=TINY,
+                              config=_config(max_steps=k), progress=False)
+    assert first.step == k
+    ids = tmp_path / "split" / "ids"
+    written = {p.name: p.stat().st_mtime_ns for p in ids.iterdir()}
+    torch.manual_seed(12345)
+    resumed = train_translation(tsv, corpus["valid"], tmp_path / "split", model_options=TINY,
+                                config=_config(max_steps=2 * k), resume=True, progress=False)
+    assert {p.name: p.stat().st_mtime_ns for p in ids.iterdir()} == written  # not re-tokenised
+    assert resumed.step == full.step == 2 * k
+    assert resumed.losses == full.losses
+    expected = _final_weights(tmp_path / "full")
+    for name, tensor in _final_weights(tmp_path / "split").items():
+        assert torch.equal(tensor, expected[name]), name
+
+
+def test_a_run_fed_a_file_checks_the_file_on_resume(corpus, tmp_path):
+    from vanilla_transformer.data import write_tsv
+
+    tsv = write_tsv(tmp_path / "train.tsv", corpus["train"])
+    train_translation(tsv, corpus["valid"], tmp_path / "run", model_options=TINY,
+                      config=_config(max_steps=5), progress=False)
+    write_tsv(tsv, corpus["train"][:60])
+    with pytest.raises(ValueError, match="pass --new-data"):
+        train_translation(tsv, corpus["valid"], tmp_path / "run", model_options=TINY,
+                          config=_config(max_steps=8), resume=True, progress=False)
+    run = train_translation(tsv, corpus["valid"], tmp_path / "run", model_options=TINY,
+                            config=_config(max_steps=8), resume=True, new_data=True,
+                            progress=False)
+    assert run.step == 8
+    assert json.loads((tmp_path / "run" / "ids" / "corpus.json").read_text())["pairs"] == 60
+
+
+def test_a_missing_training_file_is_refused_before_anything_is_written(corpus, tmp_path):
+    with pytest.raises(ValueError, match="no such file"):
+        train_translation(tmp_path / "absent.tsv", corpus["valid"], tmp_path / "run",
+                          model_options=TINY, config=_config(), progress=False)
+    assert not (tmp_path / "run").exists()

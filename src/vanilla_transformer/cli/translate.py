@@ -349,6 +349,7 @@ class _StopOnSignal:
 def _train(args: argparse.Namespace) -> int:
     import torch
 
+    from ..data.corpus import iter_tsv
     from ..data.numbers import read_tsv
     from ..training.loop import TrainingDiverged
     from ..training.run_folder import file_fingerprint
@@ -358,20 +359,21 @@ def _train(args: argparse.Namespace) -> int:
         raise ValueError("--new-data goes with --resume (a new run trains on what it is given)")
     if args.threads <= 0:
         raise ValueError(f"--threads must be positive, got {args.threads}")
-    train_pairs, valid_pairs = read_tsv(args.train), read_tsv(args.valid)
+    # the training file is streamed (tokenised once into RUN/ids/), never read whole
+    next(iter_tsv(args.train))  # a missing or malformed first line: fail before anything else
+    valid_pairs = read_tsv(args.valid)
     fingerprint = {"path": str(Path(args.train).resolve()), **file_fingerprint(args.train)}
     changes = {name: getattr(args, name) for name in (*TRAINING_DEFAULTS, *RUN_OPTIONS)
                if getattr(args, name, None) is not None}
     torch.set_num_threads(args.threads)
     log = _print if args.no_progress else _tqdm_write
-    print(f"training on {len(train_pairs)} pairs ({args.train}), validating on "
-          f"{len(valid_pairs)} ({args.valid}); preset {args.preset or DEFAULT_PRESET}"
-          if not args.resume else f"continuing {args.out} on {len(train_pairs)} pairs "
-          f"({args.train})", flush=True)
+    print(f"training on {args.train}, validating on {len(valid_pairs)} pairs ({args.valid}); "
+          f"preset {args.preset or DEFAULT_PRESET}"
+          if not args.resume else f"continuing {args.out} on {args.train}", flush=True)
     with _StopOnSignal() as stop:
         try:
             run = train_translation(
-                train_pairs, valid_pairs, args.out, preset=args.preset,
+                args.train, valid_pairs, args.out, preset=args.preset,
                 model_options=config_values(args), changes=changes, resume=args.resume,
                 overwrite=args.overwrite, new_data=args.new_data, data_fingerprint=fingerprint,
                 should_stop=stop, device=args.device, amp=args.amp,

@@ -35,6 +35,7 @@ import torch
 
 from .._checks import check_non_negative_int, check_pad, check_positive_int, check_seed
 from .batching import Batch
+from .numbers import _parse_tsv_line
 from .token_batches import epoch_order
 from .tokenizer import SharedTokenizer
 
@@ -79,21 +80,10 @@ def iter_tsv(path: str | os.PathLike[str]) -> Iterator[tuple[str, str]]:
     found = False
     with open(name, "rb") as f:
         for i, raw in enumerate(f, 1):
-            try:
-                line = raw.decode("utf-8").rstrip("\r\n")
-            except UnicodeDecodeError:
-                raise ValueError(f"{name} line {i}: not UTF-8 text") from None
-            if not line.strip():
-                continue
-            tabs = line.count("\t")
-            if tabs != 1:
-                raise ValueError(f"{name} line {i}: expected exactly one tab "
-                                 f"(source<TAB>target), found {tabs}")
-            src, tgt = (s.strip() for s in line.split("\t"))
-            if not src or not tgt:
-                raise ValueError(f"{name} line {i}: empty {'source' if not src else 'target'}")
-            found = True
-            yield src, tgt
+            pair = _parse_tsv_line(name, i, raw)  # read_tsv's parser: the same pairs, same errors
+            if pair is not None:
+                found = True
+                yield pair
     if not found:
         raise ValueError(f"{name}: empty file, no source<TAB>target lines")
 
@@ -420,9 +410,12 @@ class StreamingTokenBatches:
         eos: the end symbol.
         seed: seeds each epoch's order.
         pool_size: pairs sorted together, or `None` to sort the whole corpus once.
+        keep: the indices of the pairs to batch, in increasing order (default: all); the
+            batches are then those of the kept pairs alone, as if the others were not there.
 
     Raises:
-        ValueError: for an empty corpus or a non-positive `max_tokens` or `pool_size`.
+        ValueError: for an empty corpus or `keep`, or a non-positive `max_tokens` or
+            `pool_size`.
         TypeError: if `corpus` is not a `TokenizedCorpus`, or an id is not an int.
 
     Examples:
@@ -450,6 +443,7 @@ class StreamingTokenBatches:
         eos: int,
         seed: int = 0,
         pool_size: int | None = None,
+        keep: torch.Tensor | None = None,
     ) -> None:
         if not isinstance(corpus, TokenizedCorpus):
             raise TypeError(f"corpus must be a TokenizedCorpus, got {type(corpus).__name__}")
@@ -469,8 +463,11 @@ class StreamingTokenBatches:
         self._longest = torch.maximum(self._src_len, self._tgt_len)
         self._plan_epoch: int | None = None
         self._plan: tuple[torch.Tensor, list[int], list[int]] | None = None
+        self._keep = torch.arange(len(corpus)) if keep is None else keep.long()
+        if len(self._keep) == 0:
+            raise ValueError("keep holds no pair index")
         if pool_size is None:
-            order = self._sorted(torch.arange(len(corpus)), pool=None)
+            order = self._sorted(self._keep, pool=None)
             self._fixed = (order, _cut(self._longest[order].tolist(), max_tokens, []))
 
     def _sorted(self, pairs: torch.Tensor, pool: torch.Tensor | None) -> torch.Tensor:
@@ -489,9 +486,9 @@ class StreamingTokenBatches:
             order, bounds = self._fixed
             visit = epoch_order(len(bounds) - 1, self.seed, epoch)
         else:
-            n = len(self.corpus)
+            n = len(self._keep)
             generator = torch.Generator().manual_seed(self.seed * 1_000_003 + epoch)
-            shuffled = torch.randperm(n, generator=generator)
+            shuffled = self._keep[torch.randperm(n, generator=generator)]
             pool = torch.arange(n) // self.pool_size
             order = self._sorted(shuffled, pool)
             bounds = _cut(self._longest[order].tolist(), self.max_tokens,

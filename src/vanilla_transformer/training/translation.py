@@ -35,6 +35,8 @@ from torch import nn
 
 from .._checks import check_non_negative_int, check_positive_int
 from .._io import atomic_torch_save, atomic_write
+from ..data.batching import Batch
+from ..data.corpus import StreamingTokenBatches, iter_tsv, sample_tsv, tokenize_corpus
 from ..data.token_batches import epoch_order, make_token_batches
 from ..data.tokenizer import BOS, EOS, PAD, SharedTokenizer, train_tokenizer
 from ..inference.evaluate import score_translations, translate_sentences
@@ -57,6 +59,7 @@ from .run_folder import (
     MODEL_FILE,
     TOKENIZER_FILE,
     RunLock,
+    file_fingerprint,
     is_run_folder,
     remove_stale_temporaries,
 )
@@ -108,6 +111,12 @@ AMP_MODES = ("off", "bf16", "fp16")
 """Mixed precision: `off` (float32), bfloat16, or float16 (with loss scaling, CUDA only)."""
 
 BEST_FILE = "best.pt"
+
+IDS_FOLDER = "ids"
+"""Where a run fed a TSV file keeps its token ids (`tokenize_corpus`), reused on resume."""
+
+TOKENIZER_SAMPLE = 100_000
+"""Pairs of a TSV file the tokenizer of a new run learns from (`sample_tsv`)."""
 
 RUN_OPTIONS: dict[str, Any] = dict(log_every=10, keep_best=False, best_metric="exact",
                                    patience=None)
@@ -502,8 +511,9 @@ def _clear_run(folder: Path) -> None:
     """Remove the files of a previous run (for `overwrite`), leaving other files alone."""
     for name in (MODEL_FILE, TOKENIZER_FILE, CONFIG_FILE, METRICS_FILE):
         (folder / name).unlink(missing_ok=True)
-    if (folder / CHECKPOINTS).is_dir():
-        shutil.rmtree(folder / CHECKPOINTS)
+    for name in (CHECKPOINTS, IDS_FOLDER):
+        if (folder / name).is_dir():
+            shutil.rmtree(folder / name)
 
 
 def _read_run_config(folder: Path) -> dict[str, Any]:
@@ -549,8 +559,63 @@ def _fits(pair: tuple[list[int], list[int]], max_len: int) -> bool:
     return len(pair[0]) + 1 <= max_len and len(pair[1]) + 1 <= max_len
 
 
+def _training_batches(
+    train: Sequence[tuple[str, str]] | Path,
+    ids: Callable[[Sequence[tuple[str, str]]], list[tuple[list[int], list[int]]]],
+    tokenizer: SharedTokenizer,
+    folder: Path,
+    max_len: int,
+    config: TranslationConfig,
+    resume: bool,
+    log: Callable[[str], None],
+) -> tuple[int, Callable[[int, int], Batch], int]:
+    """`(batches per epoch, batch at (epoch, position), pairs skipped)` of the training data.
+
+    Pairs in memory are encoded and batched at once (`make_token_batches`); a TSV file is
+    tokenised into `folder/ids/` and batched lazily (`StreamingTokenBatches`): the same batches
+    in the same order. Pairs that do not fit `max_len` positions are left out either way.
+    """
+    def refuse(total: int) -> None:
+        raise ValueError(f"no training pair fits the positional table of {max_len} positions "
+                         f"(max_len); all {total} are longer")
+
+    if isinstance(train, Path):
+        corpus = tokenize_corpus(train, tokenizer, folder / IDS_FOLDER)
+        total = len(corpus)
+        # the source gets </s>, the target <s> (decoder input) or </s> (label)
+        fits = (corpus.src_lengths() + 1 <= max_len) & (corpus.tgt_lengths() + 1 <= max_len)
+        keep = fits.nonzero().flatten()
+        if len(keep) == 0:
+            if not resume:  # a refused new run leaves its folder as it found it
+                shutil.rmtree(folder / IDS_FOLDER, ignore_errors=True)
+            refuse(total)
+        stream = StreamingTokenBatches(corpus, config.max_tokens, pad=PAD, bos=BOS, eos=EOS,
+                                       seed=config.seed, keep=keep)
+        n_batches, batch_at, skipped = stream.batches_in_epoch(), stream.batch, total - len(keep)
+    else:
+        encoded = ids(train)
+        total = len(encoded)
+        kept = [pair for pair in encoded if _fits(pair, max_len)]
+        if not kept:
+            refuse(total)
+        batches = make_token_batches(kept, config.max_tokens, pad=PAD, bos=BOS, eos=EOS)
+        orders: dict[int, list[int]] = {}
+
+        def batch_at(epoch: int, position: int) -> Batch:
+            if epoch not in orders:
+                orders.clear()
+                orders[epoch] = epoch_order(len(batches), config.seed, epoch)
+            return batches[orders[epoch][position]]
+
+        n_batches, skipped = len(batches), total - len(kept)
+    if skipped:
+        log(f"skipped {skipped} of {total} training pairs: longer than the positional "
+            f"table's {max_len} positions")
+    return n_batches, batch_at, skipped
+
+
 def train_translation(
-    train_pairs: Sequence[tuple[str, str]],
+    train_pairs: Sequence[tuple[str, str]] | str | os.PathLike[str],
     valid_pairs: Sequence[tuple[str, str]],
     out: str | os.PathLike[str],
     *,
@@ -582,8 +647,14 @@ def train_translation(
     settings. Training pairs that do not fit the model's positional table are left out and
     counted.
 
+    Given the path of a `source<TAB>target` file instead of pairs, the run streams it: a new
+    run's tokenizer learns from `TOKENIZER_SAMPLE` pairs drawn from it (`sample_tsv`), the
+    file is tokenised once into `out/ids/` (`tokenize_corpus`, reused on resume while the file
+    and the tokenizer are the same), and the batches are collated one at a time
+    (`StreamingTokenBatches`): the same batches, in the same order, as for its pairs in memory.
+
     Args:
-        train_pairs: training pairs.
+        train_pairs: training pairs, or the path of a TSV file of them.
         valid_pairs: validation pairs (the first `eval_size` are decoded at each checkpoint).
         out: the run folder (created if needed).
         preset: a key of `TRANSLATION_PRESETS` (default `DEFAULT_PRESET`; on resume, if given,
@@ -598,7 +669,7 @@ def train_translation(
         new_data: on resume, accept training pairs that differ from the run's (their
             fingerprint is checked otherwise); the data position restarts at a new epoch.
         data_fingerprint: `{"size", "sha256"}` of the training file, to store and check on
-            resume (default: computed from `train_pairs`).
+            resume (default: computed from `train_pairs`, or read from the file in chunks).
         should_stop: called after every step; when it returns true the run writes a
             checkpoint and the final model and returns with `stopped="interrupted"`.
         device: `"cpu"`, `"cuda"` or `"auto"`.
@@ -629,8 +700,14 @@ def train_translation(
     """
     if preset is not None and preset not in TRANSLATION_PRESETS:
         raise ValueError(f"unknown preset {preset!r}; choose one of {sorted(TRANSLATION_PRESETS)}")
-    if len(train_pairs) == 0 or len(valid_pairs) == 0:
-        raise ValueError("train_pairs and valid_pairs must each hold at least one pair")
+    if isinstance(train_pairs, (str, os.PathLike)):
+        train_pairs = Path(os.fspath(train_pairs))
+        if not train_pairs.is_file():
+            next(iter_tsv(train_pairs))  # raises the file's error
+    elif len(train_pairs) == 0:
+        raise ValueError("train_pairs must hold at least one pair")
+    if len(valid_pairs) == 0:
+        raise ValueError("valid_pairs must hold at least one pair")
     if resume and overwrite:
         raise ValueError("resume and overwrite exclude each other: continue the run or "
                          "replace it")
@@ -646,7 +723,12 @@ def train_translation(
     if not resume:
         config = TranslationConfig(**{**config.to_dict(), **changes})
         _check_run_options({**RUN_OPTIONS, **options}, config.eval_size)
-    fingerprint = dict(data_fingerprint or _pairs_fingerprint(train_pairs))
+    if data_fingerprint:
+        fingerprint = dict(data_fingerprint)
+    elif isinstance(train_pairs, Path):
+        fingerprint = {"path": str(train_pairs.resolve()), **file_fingerprint(train_pairs)}
+    else:
+        fingerprint = _pairs_fingerprint(train_pairs)
     path = Path(os.fspath(out))
     _check_folder(path, resume=resume, overwrite=overwrite)
     created = not path.exists()
@@ -675,7 +757,7 @@ def train_translation(
 
 
 def _train_locked(
-    train_pairs: Sequence[tuple[str, str]],
+    train_pairs: Sequence[tuple[str, str]] | Path,
     valid_pairs: Sequence[tuple[str, str]],
     folder: Path,
     *,
@@ -753,7 +835,10 @@ def _train_locked(
         preset = preset or DEFAULT_PRESET
         options = {**RUN_OPTIONS, **options}
         sizes = {**TRANSLATION_PRESETS[preset], **model_options}
-        tokenizer = train_tokenizer([s for pair in train_pairs for s in pair], config.vocab_size)
+        sample = (sample_tsv(train_pairs, TOKENIZER_SAMPLE, seed=config.seed)
+                  if isinstance(train_pairs, Path) else train_pairs)
+        tokenizer = train_tokenizer([s for pair in sample for s in pair], config.vocab_size)
+        del sample
         vocab = tokenizer.vocab_size
         model_config = ModelConfig(src_vocab=vocab, tgt_vocab=vocab, **sizes)
     settings = _check_run_options(options, config.eval_size)
@@ -766,16 +851,8 @@ def _train_locked(
         tgt = tokenizer.encode_batch([t for _, t in pairs])
         return list(zip(src, tgt))
 
-    encoded = ids(train_pairs)
-    kept = [pair for pair in encoded if _fits(pair, model_config.max_len)]
-    skipped = len(encoded) - len(kept)
-    if skipped:
-        log(f"skipped {skipped} of {len(encoded)} training pairs: longer than the positional "
-            f"table's {model_config.max_len} positions")
-    if not kept:
-        raise ValueError(f"no training pair fits the positional table of "
-                         f"{model_config.max_len} positions (max_len)")
-    batches = make_token_batches(kept, config.max_tokens, pad=PAD, bos=BOS, eos=EOS)
+    n_batches, batch_at, skipped = _training_batches(train_pairs, ids, tokenizer, folder,
+                                                     model_config.max_len, config, resume, log)
     valid = [pair for pair, encoded_pair in zip(valid_pairs, ids(valid_pairs))
              if len(encoded_pair[0]) + 1 + 50 < model_config.max_len][: config.eval_size]
 
@@ -802,7 +879,7 @@ def _train_locked(
         seconds = float(state["seconds"])
         losses = state["losses"].tolist()
         history = list(state["history"])
-        if restart_data or position > len(batches):
+        if restart_data or position > n_batches:
             epoch, position = epoch + 1, 0
     model.to(device)
     for value in optimizer.state.values():  # Adam's moments follow the model
@@ -871,16 +948,14 @@ def _train_locked(
     deadline = None if config.max_minutes is None else time.monotonic() + 60 * config.max_minutes
     model.train()
     start = time.perf_counter() - seconds
-    order = epoch_order(len(batches), config.seed, epoch)
     stopped = ""
     window_start, window_tokens, window_losses = time.perf_counter(), 0, []
     autocast = amp_context(device, amp)
     try:
         while step < config.max_steps:
-            if position == len(batches):
+            if position == n_batches:
                 epoch, position = epoch + 1, 0
-                order = epoch_order(len(batches), config.seed, epoch)
-            batch = batches[order[position]]
+            batch = batch_at(epoch, position)
             src, tgt = batch.src.to(device), batch.tgt.to(device)
             src_mask, tgt_mask = batch.src_mask.to(device), batch.tgt_mask.to(device)
             with autocast:
