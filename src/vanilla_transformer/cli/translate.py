@@ -342,8 +342,10 @@ class _StopOnSignal:
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        # after a stop the command only reports and exits with 130: a second signal that comes
+        # now has nothing left to stop, and must not turn that exit into death by signal
         for signum, handler in self.previous.items():
-            signal.signal(signum, handler)
+            signal.signal(signum, signal.SIG_IGN if self.signal is not None else handler)
 
 
 def _train(args: argparse.Namespace) -> int:
