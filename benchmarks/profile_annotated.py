@@ -7,12 +7,18 @@ embeddings and generator), both from `benchmarks/performance.py`, with `torch.pr
 CPU, and prints each operator's self time for both side by side.
 
     .venv/bin/python benchmarks/profile_annotated.py --threads 1 --lengths 64 256 1024
+    .venv/bin/python benchmarks/profile_annotated.py --threads 1 --time --rounds 3
+
+`--time` skips the profiler and times whole training steps of `annotated`, `torch-pre`, `paper`
+and `torch-post` in interleaved rounds, printing the medians' ratios and the load average.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
+import time
 import sys
 from pathlib import Path
 
@@ -36,14 +42,43 @@ def self_times(impl: str, length: int, tokens: int) -> dict[str, tuple[float, in
     return {e.key: (e.self_cpu_time_total / 1e6, e.count) for e in prof.key_averages()}
 
 
+def step_ratios(lengths, tokens: int, rounds: int) -> None:
+    """Median step times of the two recipes and their `nn.Transformer` matches, in one run."""
+    impls = ("annotated", "torch-pre", "paper", "torch-post")
+    for length in lengths:
+        batch = make_batch(length, tokens)
+        models = {i: build(i).train() for i in impls}
+        opts = {i: adam(m) for i, m in models.items()}
+        for i in impls:
+            train_step(models[i], batch, opts[i])  # warm-up
+        load = os.getloadavg()
+        times = {i: [] for i in impls}
+        for r in range(rounds):
+            for i in impls if r % 2 == 0 else impls[::-1]:
+                t0 = time.perf_counter()
+                train_step(models[i], batch, opts[i])
+                times[i].append(time.perf_counter() - t0)
+        med = {i: statistics.median(t) for i, t in times.items()}
+        print(f"length {length}, batch {max(1, tokens // length)}, load {load[0]:.2f} -> "
+              f"{os.getloadavg()[0]:.2f}  "
+              + "  ".join(f"{i} {med[i]:.3f}s" for i in impls)
+              + f"  annotated/torch-pre {med['annotated'] / med['torch-pre']:.3f}"
+              + f"  paper/torch-post {med['paper'] / med['torch-post']:.3f}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--lengths", type=int, nargs="+", default=[64, 256, 1024])
     parser.add_argument("--tokens", type=int, default=1024)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--top", type=int, default=14)
+    parser.add_argument("--time", action="store_true", help="time steps instead of profiling")
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    if args.time:
+        step_ratios(args.lengths, args.tokens, args.rounds)
+        return
     for length in args.lengths:
         load = os.getloadavg()
         times = {impl: self_times(impl, length, args.tokens) for impl in IMPLS}
