@@ -18,15 +18,15 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import time
 import sys
+import time
 from pathlib import Path
 
 import torch
 from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from performance import adam, build, make_batch, train_step  # noqa: E402
+from performance import adam, build, make_batch, train_step
 
 IMPLS = ("annotated", "torch-pre")
 
