@@ -140,9 +140,9 @@ VARIANTS = {
 # --------------------------------------------------------------------------- timing
 
 
-def make_batch(length: int, device: str):
+def make_batch(length: int, device: str, tokens: int = TOKENS):
     g = torch.Generator().manual_seed(length)
-    batch = max(1, TOKENS // length)
+    batch = max(1, tokens // length)
     src = torch.randint(1, VOCAB, (batch, length), generator=g)
     tgt = torch.randint(1, VOCAB, (batch, length), generator=g)
     masks = torch.ones(batch, 1, length, dtype=torch.bool), subsequent_mask(length)
@@ -173,15 +173,16 @@ def step_time(model, batch, variant: str) -> float:
     return elapsed
 
 
-def run(lengths, rounds: int, variants, device: str) -> dict:
+def run(lengths, rounds: int, variants, device: str, tokens: int = TOKENS) -> dict:
     torch.manual_seed(0)
     model = make_model(VOCAB, VOCAB, **BASE).train().to(device)
     results = {}
     for length in lengths:
-        batch = make_batch(length, device)
+        batch = make_batch(length, device, tokens)
         for v in variants:  # warm-up
             step_time(model, batch, v)
         times = {v: [] for v in variants}
+        load_before = os.getloadavg()
         for r in range(rounds):
             order = variants if r % 2 == 0 else variants[::-1]
             for v in order:
@@ -189,10 +190,11 @@ def run(lengths, rounds: int, variants, device: str) -> dict:
         med = {v: statistics.median(t) for v, t in times.items()}
         results[str(length)] = {
             "batch": batch[0].size(0),
+            "loadavg_before_after": [load_before, os.getloadavg()],  # 2 cores, shared
             "median_s": med,
             "ratio_to_package": {v: med[v] / med["package"] for v in variants},
         }
-        print(f"length {length:5d}  " + "  ".join(
+        print(f"length {length:5d}  load {os.getloadavg()[0]:.1f}  " + "  ".join(
             f"{v} {med[v]:.3f}s ({med[v] / med['package']:.3f})" for v in variants), flush=True)
     return results
 
@@ -204,6 +206,7 @@ def main() -> None:
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS))
     parser.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
+    parser.add_argument("--tokens", type=int, default=TOKENS, help="tokens per batch")
     parser.add_argument("--out", type=Path, default=None,
                         help="default: results/fast_paths_cpu.json (cpu) or fast_paths_cuda.json")
     args = parser.parse_args()
@@ -211,9 +214,9 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     out = args.out or RESULTS.with_name("fast_paths_cpu.json" if args.device == "cpu" else "fast_paths_cuda.json")
     variants = ["package"] + [v for v in args.variants if v != "package"]
-    results = run(args.lengths, args.rounds, variants, args.device)
+    results = run(args.lengths, args.rounds, variants, args.device, args.tokens)
     record = {
-        "config": {**BASE, "vocab": VOCAB, "tokens_per_batch": TOKENS, "rounds": args.rounds},
+        "config": {**BASE, "vocab": VOCAB, "tokens_per_batch": args.tokens, "rounds": args.rounds},
         "machine": {"platform": platform.platform(), "device": args.device,
                     "threads": torch.get_num_threads(), "torch": torch.__version__,
                     "gpu": torch.cuda.get_device_name() if args.device == "cuda" else None},
