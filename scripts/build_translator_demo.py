@@ -110,7 +110,7 @@ def train(lang: str, run_dir: str, keep: Path | None) -> tuple[object, Translati
     return run, config
 
 
-def test_exact_match(model: torch.nn.Module, tokenizer: object, lang: str) -> float:
+def exact_match_on_test(model: torch.nn.Module, tokenizer: object, lang: str) -> float:
     sources, references = zip(*number_corpus(lang, seed=CORPUS_SEED)["test"])
     hyps = translate_sentences(model, tokenizer, list(sources), beam_size=1)
     exact = score_translations(hyps, list(references)).exact_match
@@ -159,7 +159,7 @@ def build_main(out: Path, manifest: dict) -> None:
     with tempfile.TemporaryDirectory() as run_dir:
         run, config = train(LANG, run_dir, None)
     model, tokenizer = run.model.eval(), run.tokenizer
-    exact = test_exact_match(model, tokenizer, LANG)
+    exact = exact_match_on_test(model, tokenizer, LANG)
     write_model(model, tokenizer, out, steps=run.step, averaged=run.averaged)
     manifest.update({
         "model": model.config.to_dict(), "training": config.to_dict(), "steps": run.step,
@@ -179,7 +179,7 @@ def build_replay(out: Path, manifest: dict) -> None:
     them and the run's final average as `steps/NNNN/` (the tokenizer is the main model's)."""
     with tempfile.TemporaryDirectory() as run_dir, tempfile.TemporaryDirectory() as kept:
         run, config = train(LANG, run_dir, Path(kept))
-        exact = test_exact_match(run.model.eval(), run.tokenizer, LANG)
+        exact = exact_match_on_test(run.model.eval(), run.tokenizer, LANG)
         entries = write_early_steps(run, config, Path(kept), out)
     folder = out / "steps" / f"{run.step:04d}"
     folder.mkdir(parents=True, exist_ok=True)
@@ -197,7 +197,7 @@ def build_second_language(out: Path, manifest: dict) -> None:
     with tempfile.TemporaryDirectory() as run_dir:
         run, _ = train(SECOND_LANG, run_dir, None)
     model, tokenizer = run.model.eval(), run.tokenizer
-    exact = test_exact_match(model, tokenizer, SECOND_LANG)
+    exact = exact_match_on_test(model, tokenizer, SECOND_LANG)
     files = write_model(model, tokenizer, out / SECOND_LANG, steps=run.step,
                         averaged=run.averaged)
     manifest.setdefault("languages", {})[SECOND_LANG] = {

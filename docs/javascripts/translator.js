@@ -811,11 +811,10 @@
           if (stale(request)()) return;
           say("busy", "Translating\u2026");
           var start = performance.now();
-          var state = await begin(model, text);
-          if (!(await finish(state, stale(request)))) return;
+          var result = await translate(model, text, stale(request));
           var ms = performance.now() - start;
-          if (stale(request)()) return;
-          current = state;
+          if (!result || stale(request)()) return;
+          current = result.state;
           show(request);
           el.readAs.hidden = text === typed;
           el.readAs.textContent = text === typed ? "" : "Read as \u201c" + text + "\u201d.";
@@ -825,7 +824,7 @@
           root.dataset.lang = model.lang;
           root.dataset.step = model.step;
           root.dataset.ms = ms.toFixed(1);
-          say("done", describe(view(state), ms));
+          say("done", describe(view(current), ms));
         }).catch(function (error) {
           if (stale(request)()) return;
           clear();
