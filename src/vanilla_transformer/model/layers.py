@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from .._checks import check_choice, check_dropout, check_positive_int
+from .fast import fast_layer_norm
 
 __all__ = [
     "LAYER_NORMS",
@@ -46,10 +47,14 @@ class LayerNorm(nn.Module):
     Args:
         features: size of the last axis (`d_model`).
         eps: added to the standard deviation.
+        fast: compute the same function with
+            [`fast_layer_norm`][vanilla_transformer.model.fast.fast_layer_norm] (fewer passes
+            over memory, a hand-written backward); `False` runs the three lines below.
 
     Attributes:
         a_2: the gain $\gamma$, shape `(features,)`, initialised to ones.
         b_2: the bias $\beta$, shape `(features,)`, initialised to zeros.
+        fast: as the argument; can be switched on an existing module.
 
     Raises:
         ValueError: if `features` < 2 (the unbiased std of one value is undefined).
@@ -61,7 +66,7 @@ class LayerNorm(nn.Module):
         (0.0, torch.Size([1, 4]))
     """
 
-    def __init__(self, features: int, eps: float = 1e-6) -> None:
+    def __init__(self, features: int, eps: float = 1e-6, fast: bool = True) -> None:
         super().__init__()
         check_positive_int("features", features)
         if features < 2:
@@ -72,9 +77,12 @@ class LayerNorm(nn.Module):
         self.a_2 = nn.Parameter(torch.ones(features))
         self.b_2 = nn.Parameter(torch.zeros(features))
         self.eps = eps
+        self.fast = fast
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Normalise `x` of shape `(..., features)` over its last axis."""
+        if self.fast:
+            return fast_layer_norm(x, self.a_2, self.b_2, self.eps)
         mean = x.mean(-1, keepdim=True)
         std = x.std(-1, keepdim=True)  # unbiased, as in the Annotated Transformer
         return self.a_2 * (x - mean) / (std + self.eps) + self.b_2
