@@ -16,7 +16,11 @@ from vanilla_transformer.data.copy_task import PAD, START_SYMBOL, heldout_sequen
 from vanilla_transformer.inference.greedy import greedy_decode
 from vanilla_transformer.interop import export_onnx, greedy_decode_onnx
 from vanilla_transformer.model.masks import subsequent_mask
-from vanilla_transformer.training.copy_task import COPY_MODEL, CopyTaskConfig, train_copy_model
+from vanilla_transformer.training.copy_task import (
+    COPY_MODEL,
+    CopyTaskConfig,
+    train_copy_model,
+)
 
 ort = pytest.importorskip("onnxruntime")
 

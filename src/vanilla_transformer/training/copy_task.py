@@ -45,8 +45,7 @@ class CopyTaskConfig:
     The model's hyperparameters live in `model`, a
     [`ModelConfig`][vanilla_transformer.model.config.ModelConfig] whose vocabularies are set to
     `vocab`. To change some of them, give a changed model,
-    `CopyTaskConfig(model=COPY_MODEL.replace(d_model=16))`, or name them in
-    [`replace`][vanilla_transformer.training.copy_task.CopyTaskConfig.replace]:
+    `CopyTaskConfig(model=COPY_MODEL.replace(d_model=16))`, or name them in `replace`:
     `CopyTaskConfig().replace(d_model=16)` is the same configuration. They read through:
     `config.d_model` is `config.model.d_model`.
 
