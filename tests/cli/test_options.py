@@ -11,7 +11,7 @@ from vanilla_transformer import ModelConfig
 from vanilla_transformer.cli import build_parser
 from vanilla_transformer.cli.copy_task import add_task_arguments, task_config_from_args
 from vanilla_transformer.cli.options import add_config_arguments, config_values
-from vanilla_transformer.training import CopyTaskConfig
+from vanilla_transformer.training import COPY_MODEL, CopyTaskConfig
 
 FIELDS = [f.name for f in dataclasses.fields(ModelConfig)]
 
@@ -70,7 +70,8 @@ def test_copy_task_options_build_the_copy_task_config():
     assert task_config_from_args(parser.parse_args([])) == CopyTaskConfig()
     config = task_config_from_args(parser.parse_args(
         ["--vocab", "13", "--N", "2", "--post-norm", "--tie-weights", "--steps", "7"]))
-    assert config == CopyTaskConfig(vocab=13, N=2, norm_first=False, tie_weights=True, steps=7)
+    assert config == CopyTaskConfig(
+        vocab=13, model=COPY_MODEL.replace(N=2, norm_first=False, tie_weights=True), steps=7)
     assert (config.model.src_vocab, config.model.tgt_vocab) == (13, 13)
 
 
@@ -87,7 +88,10 @@ def test_from_dict_refuses_unknown_keys(cls, data, known):
                                          rf"of \[.*{known}"):
         config_class.from_dict(data)
     good = {k: v for k, v in data.items() if k not in bad}
-    assert config_class.from_dict(good) == config_class(**good)
+    # CopyTaskConfig takes the model's keywords (here d_model) in replace(), not in __init__
+    expected = (CopyTaskConfig().replace(**good) if config_class is CopyTaskConfig
+                else config_class(**good))
+    assert config_class.from_dict(good) == expected
     assert config_class.from_dict(config_class().to_dict()) == config_class()
 
 

@@ -7,7 +7,7 @@ import torch
 
 from vanilla_transformer import MultiHeadedAttention, greedy_decode, keep_attention, make_model
 from vanilla_transformer.data import heldout_sequences
-from vanilla_transformer.training import CopyTaskConfig, train_copy_model
+from vanilla_transformer.training import COPY_MODEL, CopyTaskConfig, train_copy_model
 from vanilla_transformer.model import subsequent_mask
 
 PAD, START = 0, 1
@@ -27,8 +27,8 @@ def one_thread():
 def trained_model(one_thread):
     """A small copy-task model trained for a few seconds until it copies held-out sequences
     exactly: its outputs vary from token to token, which a random model's mostly do not."""
-    config = CopyTaskConfig(N=1, d_model=32, d_ff=64, h=4, batch_size=32, steps=300, warmup=60,
-                            factor=2.0, seed=0)
+    config = CopyTaskConfig(model=COPY_MODEL.replace(d_model=32, d_ff=64, h=4), batch_size=32,
+                            steps=300, warmup=60, factor=2.0, seed=0)
     return train_copy_model(config).model
 
 

@@ -16,7 +16,11 @@ from vanilla_transformer.data.copy_task import PAD, START_SYMBOL, heldout_sequen
 from vanilla_transformer.inference.greedy import greedy_decode
 from vanilla_transformer.interop import export_onnx, greedy_decode_onnx
 from vanilla_transformer.model.masks import subsequent_mask
-from vanilla_transformer.training.copy_task import CopyTaskConfig, train_copy_model
+from vanilla_transformer.training.copy_task import (
+    COPY_MODEL,
+    CopyTaskConfig,
+    train_copy_model,
+)
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -42,7 +46,8 @@ def _sessions(paths):
 
 @pytest.fixture(scope="module")
 def trained(_one_thread):
-    config = CopyTaskConfig(d_model=32, d_ff=64, h=4, N=1, steps=200, batch_size=32, warmup=50)
+    config = CopyTaskConfig(model=COPY_MODEL.replace(d_model=32, d_ff=64, h=4), steps=200,
+                            batch_size=32, warmup=50)
     return train_copy_model(config).model
 
 

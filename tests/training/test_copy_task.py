@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import inspect
 import re
 
 import pytest
@@ -13,7 +15,8 @@ from vanilla_transformer.data import START_SYMBOL, heldout_sequences
 from vanilla_transformer.training import COPY_MODEL, CopyTaskConfig, exact_match, train_copy_model
 from vanilla_transformer.cli.copy_task import main, register, run_copy_task
 
-TINY = CopyTaskConfig(N=1, d_model=16, d_ff=32, h=2, batch_size=8, steps=12, warmup=4)
+TINY = CopyTaskConfig(model=COPY_MODEL.replace(d_model=16, d_ff=32, h=2), batch_size=8,
+                      steps=12, warmup=4)
 TINY_ARGS = ["--N", "1", "--d-model", "16", "--d-ff", "32", "--h", "2", "--batch-size", "8",
              "--steps", "12", "--warmup", "4", "--eval-size", "6", "--examples", "2",
              "--no-progress"]
@@ -42,22 +45,56 @@ def test_defaults_match_the_documented_task():
     assert c.model == COPY_MODEL and c.make_model().config == COPY_MODEL
 
 
-def test_model_hyperparameters_are_the_model_configs():
-    c = CopyTaskConfig(vocab=13, d_model=32, h=8, tie_weights=True)
+def test_the_constructor_is_the_dataclass_one():
+    names = [f.name for f in dataclasses.fields(CopyTaskConfig)]
+    assert list(inspect.signature(CopyTaskConfig).parameters) == names
+    assert "model" in names and "d_model" not in names
+    with pytest.raises(TypeError, match="d_model"):
+        CopyTaskConfig(d_model=16)  # a model keyword goes through replace() or model=
+    with pytest.raises(TypeError, match="src_vocab"):
+        CopyTaskConfig(src_vocab=5)
+
+
+def test_the_models_vocabularies_follow_vocab():
+    c = CopyTaskConfig(vocab=13, model=COPY_MODEL.replace(src_vocab=5, tgt_vocab=7))
+    assert (c.model.src_vocab, c.model.tgt_vocab) == (13, 13)
+    assert c.replace(vocab=5).model.tgt_vocab == 5
+    assert c.make_model().generator.proj.out_features == 13
+    with pytest.raises(TypeError, match=r"\['src_vocab'\]"):
+        c.replace(src_vocab=5)  # the vocabulary is set once, by vocab
+
+
+def test_replace_routes_model_keywords_into_the_model():
+    c = CopyTaskConfig(vocab=13).replace(d_model=32, h=8, tie_weights=True, steps=7)
+    assert c == CopyTaskConfig(
+        vocab=13, model=COPY_MODEL.replace(d_model=32, h=8, tie_weights=True), steps=7)
     assert c.model == COPY_MODEL.replace(src_vocab=13, tgt_vocab=13, d_model=32, h=8,
                                          tie_weights=True)
     assert (c.d_model, c.h, c.N) == (32, 8, COPY_MODEL.N)  # read through to the model
-    assert c.replace(vocab=5).model.tgt_vocab == 5 and c.replace(N=3).model.N == 3
+    assert c.replace(N=3).model.N == 3 and c.replace(N=3).steps == 7
+    # keywords apply on top of a model given in the same call
+    assert c.replace(model=COPY_MODEL, N=2).model == COPY_MODEL.replace(
+        src_vocab=13, tgt_vocab=13, N=2)
+    with pytest.raises(ValueError, match="divisible"):
+        c.replace(d_model=30)  # checked again
+    with pytest.raises(ValueError, match="max_len"):
+        c.replace(max_len=5)
+    with pytest.raises(TypeError, match=r"\['d_models'\].*'d_model'"):
+        c.replace(d_models=16)
+    with pytest.raises(AttributeError, match="d_models"):
+        c.d_models
+
+
+def test_from_dict_reads_nested_and_flat_dicts():
+    c = CopyTaskConfig(vocab=13, model=COPY_MODEL.replace(d_model=32, h=8))
     assert CopyTaskConfig.from_dict(c.to_dict()) == c
     # the flat dict that 0.1.0's `copy-task --save` stored
     flat = dict(vocab=13, seq_len=10, N=1, d_model=32, d_ff=256, h=8, dropout=0.0,
                 batch_size=64, steps=400, accum_iter=1, warmup=100, factor=1.0, smoothing=0.1,
                 seed=0)
-    assert CopyTaskConfig.from_dict(flat) == c.replace(tie_weights=False)
-    with pytest.raises(AttributeError, match="d_models"):
-        c.d_models
-    with pytest.raises(TypeError):
-        CopyTaskConfig(src_vocab=5)  # the vocabulary is set once, by vocab
+    assert CopyTaskConfig.from_dict(flat) == c
+    with pytest.raises(ValueError, match=r"unknown CopyTaskConfig settings \['src_vocab'\]"):
+        CopyTaskConfig.from_dict({"src_vocab": 5})
 
 
 @pytest.mark.parametrize(
@@ -67,18 +104,31 @@ def test_model_hyperparameters_are_the_model_configs():
         (dict(seq_len=1), ValueError, "seq_len"),
         (dict(steps=0), ValueError, "steps"),
         (dict(batch_size=2.5), TypeError, "batch_size"),
-        (dict(d_model=30, h=4), ValueError, "divisible"),
-        (dict(dropout=1.0), ValueError, "dropout"),
         (dict(smoothing=-0.1), ValueError, "smoothing"),
         (dict(factor=0), ValueError, "factor"),
         (dict(seed=-1), ValueError, "seed"),
-        (dict(seq_len=20, max_len=10), ValueError, "max_len"),
+        (dict(seq_len=20, model=COPY_MODEL.replace(max_len=10)), ValueError, "max_len"),
         (dict(model="big"), TypeError, "ModelConfig"),
     ],
 )
 def test_config_rejects_bad_values(change, error, word):
     with pytest.raises(error, match=word):
         CopyTaskConfig(**change)
+    with pytest.raises(error, match=word):
+        CopyTaskConfig().replace(**change)
+
+
+@pytest.mark.parametrize(
+    "change, error, word",
+    [
+        (dict(d_model=30, h=4), ValueError, "divisible"),
+        (dict(dropout=1.0), ValueError, "dropout"),
+        (dict(seq_len=20, max_len=10), ValueError, "max_len"),
+    ],
+)
+def test_replace_rejects_bad_model_values(change, error, word):
+    with pytest.raises(error, match=word):
+        CopyTaskConfig().replace(**change)
 
 
 # --------------------------------------------------------------------------- training

@@ -9,7 +9,7 @@ import torch
 import torch.distributed as dist
 
 from vanilla_transformer import data_gen
-from vanilla_transformer.training import CopyTaskConfig, train_copy_model
+from vanilla_transformer.training import COPY_MODEL, CopyTaskConfig, train_copy_model
 from vanilla_transformer.training import (
     default_backend,
     free_port,
@@ -22,8 +22,8 @@ from vanilla_transformer.cli.distributed import main
 pytestmark = pytest.mark.skipif(not dist.is_gloo_available(), reason="needs the gloo backend")
 
 # two batches per optimizer step, so the gradients are averaged across ranks once per step
-CONFIG = CopyTaskConfig(N=1, d_model=16, d_ff=32, h=2, dropout=0.0, batch_size=4, steps=3,
-                        accum_iter=2, warmup=2, seed=3)
+CONFIG = CopyTaskConfig(model=COPY_MODEL.replace(d_model=16, d_ff=32, h=2, dropout=0.0),
+                        batch_size=4, steps=3, accum_iter=2, warmup=2, seed=3)
 
 
 @pytest.fixture(scope="module")

@@ -89,13 +89,13 @@ def task_config_from_args(args: argparse.Namespace) -> CopyTaskConfig:
         ValueError: for a value out of range. TypeError: for a value of the wrong type.
     """
     from .._checks import check_seed
-    from ..training.copy_task import CopyTaskConfig
+    from ..training.copy_task import COPY_MODEL, CopyTaskConfig
 
     check_seed(args.seed, "--seed")
     return CopyTaskConfig(
-        vocab=args.vocab, seq_len=args.seq_len, batch_size=args.batch_size, steps=args.steps,
-        accum_iter=args.accum_iter, warmup=args.warmup, factor=args.factor,
-        smoothing=args.smoothing, seed=args.seed, **config_values(args),
+        vocab=args.vocab, seq_len=args.seq_len, model=COPY_MODEL.replace(**config_values(args)),
+        batch_size=args.batch_size, steps=args.steps, accum_iter=args.accum_iter,
+        warmup=args.warmup, factor=args.factor, smoothing=args.smoothing, seed=args.seed,
     )
 
 

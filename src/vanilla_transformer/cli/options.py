@@ -8,8 +8,8 @@ back with [`config_values`][vanilla_transformer.cli.options.config_values]. A ne
 [`ModelConfig`][vanilla_transformer.model.config.ModelConfig] becomes an option everywhere once
 it is added to [`MODEL_FIELDS`][vanilla_transformer.cli.options.MODEL_FIELDS], the fields as
 `--help` needs them: that list is written out here so that `--help` imports no PyTorch, and a
-test checks it against `ModelConfig` (names, types, defaults, and the help, the first sentence
-of each field's entry in the class docstring).
+test checks each entry against `dataclasses.fields(ModelConfig)`: its name, type, default and
+help, the field's `metadata["help"]`. No help is read out of a docstring.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ __all__ = ["OneLineParser", "CommandFailed", "ModelField", "MODEL_FIELDS", "LAYE
 class ModelField(NamedTuple):
     """One field of a configuration dataclass as a command-line option needs it: its name,
     its type as written in the class, its default and its help (the field's
-    `metadata["help"]`, or for `ModelConfig` the first sentence of its docstring entry)."""
+    `metadata["help"]`)."""
 
     name: str
     type: str
@@ -63,7 +63,8 @@ MODEL_FIELDS: tuple[ModelField, ...] = (
                "and `W_2`"),
 )
 """The fields of [`ModelConfig`][vanilla_transformer.model.config.ModelConfig], in order, with
-their defaults (`dataclasses.MISSING` for the vocabularies) and help; a test checks them."""
+their defaults (`dataclasses.MISSING` for the vocabularies) and their `metadata["help"]`; a test
+checks them against the class."""
 
 LAYER_NORMS = ("annotated", "torch")
 """`vanilla_transformer.model.layers.LAYER_NORMS`, for `--layer-norm`'s choices."""

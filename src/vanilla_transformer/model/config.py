@@ -8,7 +8,7 @@ without building it. The paper's two sizes are presets (Table 3).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from .._checks import (
@@ -26,6 +26,9 @@ __all__ = ["ModelConfig", "PAPER_OPTIONS", "PRESETS"]
 @dataclass(frozen=True)
 class ModelConfig:
     """Every argument of `make_model`, validated on construction.
+
+    Each field's `metadata["help"]` is its one-sentence help on the command line; the entries
+    below say more.
 
     Args:
         src_vocab: source vocabulary size (0 allowed: no source embedding rows).
@@ -63,21 +66,36 @@ class ModelConfig:
         (512, True)
     """
 
-    src_vocab: int
-    tgt_vocab: int
-    N: int = 6
-    d_model: int = 512
-    d_ff: int = 2048
-    h: int = 8
-    dropout: float = 0.1
-    tie_weights: bool = False
-    norm_first: bool = True
-    layer_norm: str = "annotated"
-    final_norm: bool | None = None
-    generator_bias: bool = True
-    max_len: int = 5000
-    attn_dropout: float | None = None
-    ff_dropout: float | None = None
+    src_vocab: int = field(metadata={
+        "help": "source vocabulary size (0 allowed: no source embedding rows)"})
+    tgt_vocab: int = field(metadata={"help": "target vocabulary size (0 allowed)"})
+    N: int = field(default=6, metadata={
+        "help": "number of encoder layers and of decoder layers"})
+    d_model: int = field(default=512, metadata={"help": "model width"})
+    d_ff: int = field(default=2048, metadata={"help": "feed-forward hidden width"})
+    h: int = field(default=8, metadata={
+        "help": "number of attention heads; must divide `d_model`"})
+    dropout: float = field(default=0.1, metadata={"help": "dropout probability in [0, 1)"})
+    tie_weights: bool = field(default=False, metadata={
+        "help": "share one matrix between the source embedding, the target embedding and the "
+                "generator (paper section 3.4)"})
+    norm_first: bool = field(default=True, metadata={
+        "help": "pre-norm residual blocks (the Annotated Transformer) or post-norm (the paper)"})
+    layer_norm: str = field(default="annotated", metadata={
+        "help": '`"annotated"` (unbiased std, eps 1e-6 added to the std) or `"torch"` '
+                "(`nn.LayerNorm`: biased variance, eps 1e-5 inside the square root)"})
+    final_norm: bool | None = field(default=None, metadata={
+        "help": "whether each stack ends with a LayerNorm"})
+    generator_bias: bool = field(default=True, metadata={
+        "help": "whether the generator's projection has a bias (the Annotated Transformer's "
+                "has)"})
+    max_len: int = field(default=5000, metadata={
+        "help": "length of the positional-encoding table"})
+    attn_dropout: float | None = field(default=None, metadata={
+        "help": "dropout on the attention weights"})
+    ff_dropout: float | None = field(default=None, metadata={
+        "help": "dropout on the feed-forward network's hidden activations, between the ReLU "
+                "and `W_2`"})
 
     def __post_init__(self) -> None:
         check_non_negative_int("src_vocab", self.src_vocab)

@@ -29,7 +29,6 @@ __all__ = [
     "save_checkpoint",
     "load_checkpoint",
     "COPY_MODEL",
-    "COPY_MODEL",
     "CopyTaskConfig",
     "CopyTaskRun",
     "train_copy_model",

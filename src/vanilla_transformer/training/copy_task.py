@@ -43,10 +43,11 @@ class CopyTaskConfig:
     match (seeds 0 to 4, `benchmarks/results/copy_task.json`).
 
     The model's hyperparameters live in `model`, a
-    [`ModelConfig`][vanilla_transformer.model.config.ModelConfig]; its vocabularies are set to
-    `vocab`. They can also be given, and read, as keywords of their own: `CopyTaskConfig(d_model=16)`
-    is `CopyTaskConfig(model=COPY_MODEL.replace(d_model=16))`, and `config.d_model` reads
-    `config.model.d_model`.
+    [`ModelConfig`][vanilla_transformer.model.config.ModelConfig] whose vocabularies are set to
+    `vocab`. To change some of them, give a changed model,
+    `CopyTaskConfig(model=COPY_MODEL.replace(d_model=16))`, or name them in `replace`:
+    `CopyTaskConfig().replace(d_model=16)` is the same configuration. They read through:
+    `config.d_model` is `config.model.d_model`.
 
     Each field's `metadata["help"]` is its help on the command line (`copy-task`).
 
@@ -54,7 +55,7 @@ class CopyTaskConfig:
         vocab: vocabulary size, padding and start symbol included.
         seq_len: sequence length, start symbol included.
         model: the model's hyperparameters ([`COPY_MODEL`][vanilla_transformer.training.copy_task.COPY_MODEL]
-            by default).
+            by default); its `src_vocab` and `tgt_vocab` are replaced by `vocab`.
         batch_size: sequences per batch.
         steps: optimizer steps.
         accum_iter: batches per optimizer step.
@@ -64,13 +65,17 @@ class CopyTaskConfig:
         seed: seed of the weights, the dropout and the training data.
 
     Raises:
-        ValueError: for a value out of range. TypeError: for a value of the wrong type.
+        ValueError: for a value out of range, or a `seq_len` longer than the model's `max_len`.
+        TypeError: for a value of the wrong type, or a keyword that is not a field.
 
     Examples:
-        >>> from vanilla_transformer.training import CopyTaskConfig
-        >>> config = CopyTaskConfig(d_model=16, h=2).replace(seed=3, vocab=7)
-        >>> config.seed, config.d_model, config.model.src_vocab
-        (3, 16, 7)
+        >>> from vanilla_transformer.training import COPY_MODEL, CopyTaskConfig
+        >>> config = CopyTaskConfig(model=COPY_MODEL.replace(d_model=16, h=2), vocab=7)
+        >>> config.model.d_model, config.d_model, config.model.src_vocab
+        (16, 16, 7)
+        >>> config.replace(seed=3, N=2) == CopyTaskConfig(
+        ...     model=COPY_MODEL.replace(d_model=16, h=2, N=2), vocab=7, seed=3)
+        True
     """
 
     vocab: int = field(default=11, metadata={"help": "vocabulary size"})
@@ -108,6 +113,13 @@ class CopyTaskConfig:
             raise TypeError(f"factor must be a positive number, got {self.factor!r}")
         if not self.factor > 0:
             raise ValueError(f"factor must be a positive number, got {self.factor}")
+        if self.seq_len > self.model.max_len:
+            raise ValueError(
+                f"seq_len {self.seq_len} exceeds the model's max_len {self.model.max_len}"
+            )
+        # the vocabulary is given once, by `vocab`: the model's follow it
+        model = self.model.replace(src_vocab=self.vocab, tgt_vocab=self.vocab)
+        object.__setattr__(self, "model", model)  # the instance is frozen
 
     def __getattr__(self, name: str) -> Any:
         # only called for names the instance lacks: the model's fields read through
@@ -116,7 +128,28 @@ class CopyTaskConfig:
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def replace(self, **changes: Any) -> CopyTaskConfig:
-        """A copy with some fields, or the model's, changed (and checked again)."""
+        """A copy with some fields, or some of the model's, changed (and checked again).
+
+        A keyword that names a field of `ModelConfig` (other than the vocabularies, which
+        follow `vocab`) changes `model`.
+
+        Raises:
+            TypeError: for a keyword that is neither a field nor a model keyword.
+
+        Examples:
+            >>> config = CopyTaskConfig().replace(N=2, steps=50)
+            >>> config.model.N, config.steps
+            (2, 50)
+        """
+        own = {f.name for f in dataclasses.fields(self)}
+        unknown = sorted(set(changes) - own - _MODEL_KEYWORDS)
+        if unknown:
+            raise TypeError(f"unknown CopyTaskConfig settings {unknown}; expected some of "
+                            f"{sorted(own)} or of the model's {sorted(_MODEL_KEYWORDS)}")
+        model_changes = {k: changes.pop(k) for k in list(changes) if k in _MODEL_KEYWORDS}
+        model = changes.get("model", self.model)
+        if model_changes and isinstance(model, ModelConfig):  # else __post_init__ refuses it
+            changes["model"] = model.replace(**model_changes)
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
@@ -125,13 +158,16 @@ class CopyTaskConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CopyTaskConfig:
-        """Rebuild a configuration from `to_dict`'s output (or 0.1.0's flat dict).
+        """Rebuild a configuration from `to_dict`'s output (or 0.1.0's flat dict, with the
+        model's keywords beside the other fields).
 
         Raises:
             ValueError: for a key that is neither a field nor a model keyword, naming it and
                 the known keys.
 
         Examples:
+            >>> CopyTaskConfig.from_dict({"vocab": 7, "d_model": 16, "h": 2}).model.d_model
+            16
             >>> CopyTaskConfig.from_dict({"step": 5})  # doctest: +ELLIPSIS
             Traceback (most recent call last):
             ...
@@ -142,32 +178,18 @@ class CopyTaskConfig:
         if unknown:
             raise ValueError(f"unknown CopyTaskConfig settings {unknown}; expected some of "
                              f"{known}")
-        data = dict(data)
-        if isinstance(data.get("model"), dict):
-            data["model"] = ModelConfig.from_dict(data["model"])
-        return cls(**data)
+        own = {k: v for k, v in data.items() if k not in _MODEL_KEYWORDS}
+        if isinstance(own.get("model"), dict):
+            own["model"] = ModelConfig.from_dict(own["model"])
+        model_changes = {k: v for k, v in data.items() if k in _MODEL_KEYWORDS}
+        model = own.get("model", COPY_MODEL)
+        if model_changes and isinstance(model, ModelConfig):  # else __post_init__ refuses it
+            own["model"] = model.replace(**model_changes)
+        return cls(**own)
 
     def make_model(self) -> EncoderDecoder:
         """A freshly initialised model of this size (uses the global random generator)."""
         return make_model_from_config(self.model)
-
-
-_generated_init = CopyTaskConfig.__init__
-
-
-@functools.wraps(_generated_init)
-def _init(self: CopyTaskConfig, *args: Any, **options: Any) -> None:
-    # The model's fields given as keywords of their own change `model`, and its vocabularies
-    # follow `vocab`: each hyperparameter is declared once, in ModelConfig.
-    changes = {k: options.pop(k) for k in list(options) if k in _MODEL_KEYWORDS}
-    _generated_init(self, *args, **options)
-    model = self.model.replace(src_vocab=self.vocab, tgt_vocab=self.vocab, **changes)
-    if self.seq_len > model.max_len:
-        raise ValueError(f"seq_len {self.seq_len} exceeds the model's max_len {model.max_len}")
-    object.__setattr__(self, "model", model)
-
-
-CopyTaskConfig.__init__ = _init  # type: ignore[method-assign]
 
 
 @dataclass
@@ -182,8 +204,10 @@ class CopyTaskRun:
         seconds: wall time of the training (model building included).
 
     Examples:
-        >>> from vanilla_transformer.training import CopyTaskConfig, train_copy_model
-        >>> run = train_copy_model(CopyTaskConfig(d_model=16, d_ff=32, N=1, steps=2, batch_size=4))
+        >>> from vanilla_transformer.training import COPY_MODEL, CopyTaskConfig, train_copy_model
+        >>> config = CopyTaskConfig(model=COPY_MODEL.replace(d_model=16, d_ff=32), steps=2,
+        ...                         batch_size=4)
+        >>> run = train_copy_model(config)
         >>> run.final_loss == run.losses[-1], run.model.training
         (True, False)
     """
@@ -223,8 +247,10 @@ def train_copy_model(
         mode and the loss of every step.
 
     Examples:
-        >>> from vanilla_transformer.training import CopyTaskConfig, train_copy_model
-        >>> run = train_copy_model(CopyTaskConfig(d_model=16, d_ff=32, N=1, steps=3, batch_size=4))
+        >>> from vanilla_transformer.training import COPY_MODEL, CopyTaskConfig, train_copy_model
+        >>> config = CopyTaskConfig(model=COPY_MODEL.replace(d_model=16, d_ff=32), steps=3,
+        ...                         batch_size=4)
+        >>> run = train_copy_model(config)
         >>> len(run.losses), run.train_state.samples
         (3, 12)
     """

@@ -184,12 +184,13 @@ def train_distributed(
 
         >>> import os
         >>> from unittest import mock
-        >>> from vanilla_transformer.training import CopyTaskConfig
+        >>> from vanilla_transformer.training import COPY_MODEL, CopyTaskConfig
         >>> from vanilla_transformer.training import free_port, train_distributed
+        >>> config = CopyTaskConfig(model=COPY_MODEL.replace(d_model=16, d_ff=32), steps=2)
         >>> env = dict(RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1",
         ...            MASTER_PORT=str(free_port()))
         >>> with mock.patch.dict(os.environ, env):
-        ...     run = train_distributed(CopyTaskConfig(N=1, d_model=16, d_ff=32, steps=2))
+        ...     run = train_distributed(config)
         >>> run.world_size, run.backend, len(run.losses)
         (1, 'gloo', 2)
     """
@@ -303,10 +304,11 @@ def run_local(
         Python processes, so it takes a few seconds):
 
         ```python
-        from vanilla_transformer.training import CopyTaskConfig, train_copy_model
+        from vanilla_transformer.training import COPY_MODEL, CopyTaskConfig, train_copy_model
         from vanilla_transformer.training import run_local
 
-        config = CopyTaskConfig(N=1, d_model=16, d_ff=32, h=2, batch_size=4, steps=3)
+        config = CopyTaskConfig(model=COPY_MODEL.replace(d_model=16, d_ff=32, h=2),
+                                batch_size=4, steps=3)
         ranks = run_local(config, world_size=2)
         single = train_copy_model(config.replace(batch_size=8))
         assert all(abs(a - b) <= 1e-5 * b for a, b in zip(ranks[0]["losses"], single.losses))
