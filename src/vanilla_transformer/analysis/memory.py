@@ -210,9 +210,9 @@ def _activations(
 ) -> tuple[Component, ...]:
     d, d_ff, a, n = config.d_model, config.d_ff, config.h, config.N
     m = mask_bytes if config.dropout > 0 else 0  # no dropout, no masks
-    # per row, a LayerNorm keeps: nn.LayerNorm its input, mean and 1/std; the annotated formula,
-    # differentiated by autograd, x, x - mean, a_2 * (x - mean), std and std + eps
-    norm = (d + 2) * p if config.layer_norm == "torch" else (3 * d + 2) * p
+    # per row, a LayerNorm keeps d + 2 numbers: nn.LayerNorm its input, mean and 1/std; the
+    # annotated one (`fast_layer_norm`) the normalised row, its std and 1 / (std + eps)
+    norm = (d + 2) * p
 
     attn_m = mask_bytes if config.attention_dropout > 0 else 0
     attn_kept = p if config.attention_dropout > 0 else 0
