@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from vanilla_transformer.cli import main
-from vanilla_transformer.training import translation
+from vanilla_transformer.training import loop, translation
 from vanilla_transformer.training.translation import load_translator
 
 TINY = ["-N", "1", "--d-model", "16", "--d-ff", "32", "--h", "2", "--vocab-size", "60",
@@ -160,7 +160,7 @@ def case_diverged(data, run, tmp_path, monkeypatch):
         calls.append(1)
         return len(calls) != 1
 
-    monkeypatch.setattr(translation, "gradients_are_finite", finite_twice)
+    monkeypatch.setattr(loop, "gradients_are_finite", finite_twice)
     return _train(data, run, "--resume", "--max-steps", "10", *TINY)
 
 

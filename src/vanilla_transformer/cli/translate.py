@@ -38,13 +38,14 @@ ACTIONS = ("numbers", "train", "eval", "export")
 # TranslationConfig's defaults, repeated here so that --help needs no PyTorch (a test checks
 # that they agree)
 TRAINING_DEFAULTS: dict[str, Any] = dict(
-    vocab_size=250, max_tokens=1500, warmup=400, factor=1.0, smoothing=0.1, max_steps=1200,
+    vocab_size=250, max_tokens=1500, accum_iter=1, warmup=400, factor=1.0, smoothing=0.1, max_steps=1200,
     max_minutes=None, save_every=100, average=5, eval_size=200, seed=0)
 RUN_OPTIONS: dict[str, Any] = dict(log_every=10, keep_best=False, best_metric="exact",
                                    patience=None)
 TRAINING_HELP = dict(
     vocab_size="size of the shared byte-pair vocabulary",
     max_tokens="padded tokens per batch",
+    accum_iter="batches per optimizer step (per process when distributed)",
     warmup="warm-up steps of the learning-rate schedule",
     factor="scale of the learning-rate schedule",
     smoothing="label smoothing epsilon",
@@ -147,16 +148,17 @@ def _add_train(parser: argparse.ArgumentParser) -> None:
                      help=f"model sizes: {', '.join(PRESET_NAMES)} (default {DEFAULT_PRESET}; "
                           "with --resume, the run's)")
     for name, kind in (("max_steps", int), ("max_minutes", float), ("vocab_size", int),
-                       ("max_tokens", int), ("warmup", int), ("factor", float),
+                       ("max_tokens", int), ("accum_iter", int), ("warmup", int), ("factor", float),
                        ("smoothing", float), ("save_every", int), ("average", int),
                        ("eval_size", int), ("seed", int), ("log_every", int)):
         default = {**TRAINING_DEFAULTS, **RUN_OPTIONS}[name]
         shown = "none" if default is None else default
         run.add_argument("--" + name.replace("_", "-"), type=kind, default=None,
                          help=f"{TRAINING_HELP[name]} (default {shown})")
-    run.add_argument("--keep-best", action="store_true", default=None,
+    run.add_argument("--keep-best", action=argparse.BooleanOptionalAction, default=None,
                      help="make model.pt the checkpoint with the best validation score instead "
-                          "of the average of the last ones")
+                          "of the average of the last ones (--no-keep-best: the average; "
+                          "default: no, or the run's with --resume)")
     run.add_argument("--best-metric", choices=("exact", "bleu", "chrf"), default=None,
                      help="the validation score of --keep-best and --patience (default exact)")
     run.add_argument("--patience", type=int, default=None, help=TRAINING_HELP["patience"]

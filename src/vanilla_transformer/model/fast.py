@@ -80,7 +80,7 @@ def _normalise(x: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor,
 
 
 class _AnnotatedLayerNorm(torch.autograd.Function):
-    """`a * (x - mean) / (std + eps) + b` with its gradient written out.
+    r"""`a * (x - mean) / (std + eps) + b` with its gradient written out.
 
     With $\hat{x} = (x - \mu) / (s + \epsilon)$ and $g' = g \odot a$ (over the last axis of
     $n$ values, $s$ the unbiased std):

@@ -30,7 +30,14 @@ class TrainingDiverged(ValueError):
 
     A `ValueError`, so code that caught the loop's earlier error still catches it; the
     command line tells it apart (a runtime failure, exit status 1, not bad input).
+
+    Attributes:
+        reason: what was not finite, e.g. `"the loss is nan"` or `"a gradient is not finite"`.
     """
+
+    def __init__(self, message: str, reason: str = "") -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 def gradients_are_finite(parameters: Iterable[torch.Tensor]) -> bool:
@@ -75,6 +82,49 @@ def _windows(data_iter: Iterable[Any], size: int) -> Iterator[list[Any]]:
         yield window
 
 
+def _data_parallel_ranks(model: nn.Module) -> int:
+    """The number of ranks whose gradients `model` averages: 1 unless it is wrapped in DDP."""
+    if isinstance(model, torch.nn.parallel.DistributedDataParallel):
+        return torch.distributed.get_world_size(model.process_group)
+    return 1
+
+
+def _all_ranks_sum(value: float) -> float:
+    total = torch.tensor([float(value)], dtype=torch.float64)
+    if torch.distributed.get_backend() == "nccl":
+        total = total.cuda()
+    torch.distributed.all_reduce(total)
+    return float(total)
+
+
+def _update(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    scheduler: Any | None,
+    scaler: torch.amp.GradScaler | None,
+    check_gradients: bool,
+    state: TrainState,
+) -> None:
+    """One optimizer step from the accumulated gradients, unless they are not finite."""
+    if scaler is not None:
+        scaler.unscale_(optimizer)
+        scale = scaler.get_scale()
+        scaler.step(optimizer)  # skipped by the scaler when a gradient overflowed
+        scaler.update()
+        stepped = scaler.get_scale() >= scale
+    else:
+        if check_gradients and not gradients_are_finite(model.parameters()):
+            raise TrainingDiverged(
+                f"a gradient is not finite at training step {state.step}, optimizer step "
+                f"{state.accum_step + 1}; no update was made from it: lower the learning rate "
+                "(e.g. a smaller factor) or check the data", reason="a gradient is not finite")
+        optimizer.step()
+        stepped = True
+    optimizer.zero_grad(set_to_none=True)
+    if scheduler is not None and stepped:
+        scheduler.step()
+
+
 def run_epoch(
     data_iter: Iterable[Any],
     model: nn.Module,
@@ -89,6 +139,9 @@ def run_epoch(
     total: int | None = None,
     on_step: Callable[[TrainState, float], None] | None = None,
     desc: str | None = None,
+    autocast: contextlib.AbstractContextManager[Any] | None = None,
+    scaler: torch.amp.GradScaler | None = None,
+    check_gradients: bool = True,
 ) -> tuple[float, TrainState]:
     """Run one pass over `data_iter`, training or evaluating.
 
@@ -98,6 +151,11 @@ def run_epoch(
     window's combined batch (equal up to float rounding: the sums are taken in another order); when every batch holds the same number of tokens this is the same
     as scaling each batch's mean loss by `1 / accum_iter`. The optimizer and the scheduler then
     step once. A last, shorter window is stepped too, so no gradient leaks into the next epoch.
+
+    With `DistributedDataParallel`, the divisor is the window's target tokens on **all** ranks
+    (one `all_reduce` of a number per window), and the reported loss is the mean over all
+    ranks' tokens: `K` ranks of one batch each compute what one process computes with
+    `accum_iter=K` on the same `K` batches.
 
     The model's mode is not changed: call `model.train()` or `model.eval()` first. In `"eval"`
     mode nothing is updated and no graph is built.
@@ -122,6 +180,13 @@ def run_epoch(
         on_step: called after every optimizer step as `on_step(train_state, loss)`, with the
             window's mean loss per token (e.g. to record a loss curve).
         desc: the progress bar's label.
+        autocast: a context manager entered around each forward pass and loss, e.g.
+            `torch.autocast("cuda", dtype=torch.bfloat16)` (`None`: full precision).
+        scaler: a `torch.amp.GradScaler` for float16: the loss is scaled before `backward()`,
+            and a window whose gradients overflow is skipped (no optimizer or scheduler step)
+            while the scaler lowers its scale, as `GradScaler` intends.
+        check_gradients: before each update, check that every gradient is finite (one host
+            sync per window) and stop with `TrainingDiverged` otherwise.
 
     Returns:
         `(loss, train_state)`: the mean loss per target token over the pass, as a float, and the
@@ -131,7 +196,8 @@ def run_epoch(
         ValueError: for an unknown `mode`, a non-positive `accum_iter`, a training mode without
             an optimizer, or an empty `data_iter`; and if a batch's loss is NaN or infinite
             (training diverged, or bad inputs), naming the batch and step, before the
-            optimizer applies that batch's gradient.
+            optimizer applies that batch's gradient. `TrainingDiverged` (a `ValueError`)
+            for a loss, or with `check_gradients` a gradient, that is not finite.
 
     Examples:
         >>> from vanilla_transformer.training import LabelSmoothing, SimpleLossCompute, run_epoch
@@ -149,6 +215,8 @@ def run_epoch(
     if training and optimizer is None:
         raise ValueError(f"mode={mode!r} needs an optimizer; pass one or use mode='eval'")
     state = TrainState() if train_state is None else train_state
+    ranks = _data_parallel_ranks(model)
+    precision = contextlib.nullcontext() if autocast is None else autocast
     if total is None and hasattr(data_iter, "__len__"):
         total = len(data_iter)  # type: ignore[arg-type]
 
@@ -165,17 +233,21 @@ def run_epoch(
         with torch.set_grad_enabled(training):
             for window in _windows(data_iter, accum_iter):
                 window_tokens = sum(int(b.ntokens) for b in window)
-                if window_tokens <= 0:
+                # with K ranks, DistributedDataParallel averages K gradients: each rank divides
+                # its loss by the tokens of all ranks, times K, to get the global mean
+                norm = window_tokens if ranks == 1 else _all_ranks_sum(window_tokens) / ranks
+                if norm <= 0:
                     raise ValueError("a window of batches has no target tokens to predict")
                 window_loss = 0.0
                 for i, batch in enumerate(window):
                     # DistributedDataParallel need only average the gradients once per window
                     defer_sync = training and i < len(window) - 1 and hasattr(model, "no_sync")
                     with model.no_sync() if defer_sync else contextlib.nullcontext():
-                        out = model(batch.src, batch.tgt, batch.src_mask, batch.tgt_mask)
-                        loss_sum, loss_node = loss_compute(out, batch.tgt_y, window_tokens)
+                        with precision:
+                            out = model(batch.src, batch.tgt, batch.src_mask, batch.tgt_mask)
+                            loss_sum, loss_node = loss_compute(out, batch.tgt_y, norm)
                         if training:
-                            loss_node.backward()
+                            (loss_node if scaler is None else scaler.scale(loss_node)).backward()
                     seen += 1
                     loss_value = float(loss_sum)  # after backward(): the GPU is kept busy
                     if not math.isfinite(loss_value):
@@ -185,7 +257,8 @@ def run_epoch(
                         raise TrainingDiverged(
                             f"the loss is {loss_value} at batch {seen} of this pass ({where}): "
                             "training has diverged or the batch is bad; lower the learning rate "
-                            "(e.g. a smaller factor) or check the data"
+                            "(e.g. a smaller factor) or check the data",
+                            reason=f"the loss is {loss_value}",
                         )
                     if training:
                         state.step += 1
@@ -194,11 +267,11 @@ def run_epoch(
                     window_loss += loss_value
                     if bar is not None:
                         bar.update(1)
+                if ranks > 1:  # the loss reported is the mean over every rank's tokens
+                    window_loss = _all_ranks_sum(window_loss)
+                    window_tokens = round(norm * ranks)
                 if training:
-                    optimizer.step()  # type: ignore[union-attr]
-                    optimizer.zero_grad(set_to_none=True)  # type: ignore[union-attr]
-                    if scheduler is not None:
-                        scheduler.step()
+                    _update(model, optimizer, scheduler, scaler, check_gradients, state)
                     state.accum_step += 1
                     if on_step is not None:
                         on_step(state, window_loss / window_tokens)

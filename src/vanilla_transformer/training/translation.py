@@ -25,7 +25,7 @@ import math
 import os
 import shutil
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -49,7 +49,7 @@ from .checkpoints import (
     model_state,
     save_checkpoint,
 )
-from .loop import TrainingDiverged, gradients_are_finite
+from .loop import TrainState, TrainingDiverged, run_epoch
 from .loss import SimpleLossCompute, label_smoothed_kl
 from .run_folder import (
     CHECKPOINTS,
@@ -152,6 +152,8 @@ class TranslationConfig:
     Args:
         vocab_size: the shared byte-pair vocabulary's size.
         max_tokens: padded tokens per batch (section 5.1 uses about 25000 per language).
+        accum_iter: batches whose gradients make one optimizer step (on each process of a
+            distributed run): `max_tokens * accum_iter * processes` tokens per step.
         warmup: warm-up steps of the learning-rate schedule.
         factor: the schedule's scale.
         smoothing: label smoothing $\epsilon_{ls}$ (the paper: 0.1).
@@ -174,6 +176,8 @@ class TranslationConfig:
     vocab_size: int = field(default=250, metadata={
         "help": "size of the shared byte-pair vocabulary"})
     max_tokens: int = field(default=1500, metadata={"help": "padded tokens per batch"})
+    accum_iter: int = field(default=1, metadata={
+        "help": "batches per optimizer step (per process when distributed)"})
     warmup: int = field(default=400, metadata={
         "help": "warm-up steps of the learning-rate schedule"})
     factor: float = field(default=1.0, metadata={"help": "scale of the learning-rate schedule"})
@@ -192,7 +196,8 @@ class TranslationConfig:
         "help": "seed of the initial weights, the dropout and the batch order"})
 
     def __post_init__(self) -> None:
-        for name in ("vocab_size", "max_tokens", "warmup", "max_steps", "save_every", "average"):
+        for name in ("vocab_size", "max_tokens", "accum_iter", "warmup", "max_steps",
+                     "save_every", "average"):
             check_positive_int(name, getattr(self, name))
         check_non_negative_int("eval_size", self.eval_size)
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
@@ -946,76 +951,73 @@ def _train_locked(
 
         bar = tqdm(total=config.max_steps, initial=step, desc="train", unit="step")
     deadline = None if config.max_minutes is None else time.monotonic() + 60 * config.max_minutes
-    model.train()
     start = time.perf_counter() - seconds
     stopped = ""
-    window_start, window_tokens, window_losses = time.perf_counter(), 0, []
-    autocast = amp_context(device, amp)
-    try:
-        while step < config.max_steps:
-            if position == n_batches:
-                epoch, position = epoch + 1, 0
-            batch = batch_at(epoch, position)
-            src, tgt = batch.src.to(device), batch.tgt.to(device)
-            src_mask, tgt_mask = batch.src_mask.to(device), batch.tgt_mask.to(device)
-            with autocast:
-                out_states = model(src, tgt, src_mask, tgt_mask)
-                loss_sum, loss_node = loss_compute(out_states, batch.tgt_y.to(device),
-                                                   batch.ntokens)
-            (scaler.scale(loss_node) if scaler is not None else loss_node).backward()
-            loss = float(loss_sum) / int(batch.ntokens)
-            if scaler is not None:
-                scaler.unscale_(optimizer)
-            if not math.isfinite(loss) or not gradients_are_finite(model.parameters()):
-                what = f"the loss is {loss}" if not math.isfinite(loss) else (
-                    "a gradient is not finite")
-                last = checkpoint_paths(folder)
-                kept_text = (f"; {folder / CHECKPOINTS} keeps step "
-                             f"{int(last[-1].stem.split('-')[1])}" if last else "")
-                raise TrainingDiverged(
-                    f"training diverged at step {step + 1}: {what}; no update was made from "
-                    f"it and nothing was saved{kept_text}; lower the learning rate (--factor) "
-                    "or check the data")
-            if scaler is not None:
-                scaler.step(optimizer)
-                scaler.update()
-            else:
-                optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
-            scheduler.step()
-            step, position = step + 1, position + 1
-            losses.append(loss)
-            seconds = time.perf_counter() - start
-            window_tokens += int(batch.ntokens)
-            window_losses.append(loss)
-            if step % settings["log_every"] == 0:
-                now = time.perf_counter()
-                metrics({"step": step, "loss": sum(window_losses) / len(window_losses),
-                         "lr": optimizer.param_groups[0]["lr"],
-                         "tokens_per_s": round(window_tokens / max(now - window_start, 1e-9), 1)})
-                window_start, window_tokens, window_losses = now, 0, []
+    window = {"start": time.perf_counter(), "tokens": 0, "seen": 0, "losses": []}
+    cursor = {"epoch": epoch, "position": position}
+
+    def batches() -> Iterator[Batch]:
+        """This run's batches from the saved position on, `accum_iter` per step, until
+        `max_steps` or a stop; the position moves on before a step's last batch is yielded, so
+        a checkpoint written after the step records where the next one starts."""
+        done = step
+        while done < config.max_steps and not stopped:
+            first, first_epoch = cursor["position"], cursor["epoch"]
+            end = first + config.accum_iter
+            cursor["epoch"], cursor["position"] = first_epoch + end // n_batches, end % n_batches
+            done += 1
+            for i in range(first, end):
+                yield batch_at(first_epoch + i // n_batches, i % n_batches).to(device)
+
+    def after_step(state: TrainState, loss: float) -> None:
+        nonlocal step, epoch, position, seconds, stopped
+        step, epoch, position = step + 1, cursor["epoch"], cursor["position"]
+        losses.append(loss)
+        seconds = time.perf_counter() - start
+        window["tokens"], window["seen"] = (window["tokens"] + state.tokens - window["seen"],
+                                            state.tokens)
+        window["losses"].append(loss)
+        if step % settings["log_every"] == 0:
+            now = time.perf_counter()
+            metrics({"step": step, "loss": sum(window["losses"]) / len(window["losses"]),
+                     "lr": optimizer.param_groups[0]["lr"],
+                     "tokens_per_s": round(window["tokens"] / max(now - window["start"], 1e-9),
+                                           1)})
+            window.update(start=now, tokens=0, losses=[])
+        if bar is not None:
+            bar.update(1)
+            bar.set_postfix(loss=f"{loss:.3f}", epoch=epoch, refresh=False)
+        late = deadline is not None and time.monotonic() >= deadline
+        interrupted = should_stop is not None and should_stop()
+        if step % config.save_every == 0 or step == config.max_steps or late or interrupted:
             if bar is not None:
-                bar.update(1)
-                bar.set_postfix(loss=f"{losses[-1]:.3f}", epoch=epoch, refresh=False)
-            late = deadline is not None and time.monotonic() >= deadline
-            interrupted = should_stop is not None and should_stop()
-            if step % config.save_every == 0 or step == config.max_steps or late or interrupted:
-                if bar is not None:
-                    bar.clear()
-                checkpoint()
-            if interrupted:
-                stopped = "interrupted"
-                break
-            if late:
-                log(f"stopped after {config.max_minutes} minutes at step {step}")
-                stopped = "time"
-                break
-            if step % config.save_every == 0 and patience_spent():
-                best = best_entry()
-                log(f"no better validation {settings['best_metric']} in {settings['patience']} "
-                    f"validations: stopping at step {step} (best: step {best['step']})")
-                stopped = "patience"
-                break
+                bar.clear()
+            checkpoint()
+        if interrupted:
+            stopped = "interrupted"
+        elif late:
+            log(f"stopped after {config.max_minutes} minutes at step {step}")
+            stopped = "time"
+        elif step % config.save_every == 0 and patience_spent():
+            best = best_entry()
+            log(f"no better validation {settings['best_metric']} in {settings['patience']} "
+                f"validations: stopping at step {step} (best: step {best['step']})")
+            stopped = "patience"
+
+    model.train()
+    try:
+        if step < config.max_steps:
+            run_epoch(batches(), model, loss_compute, optimizer, scheduler,
+                      accum_iter=config.accum_iter, progress=False, on_step=after_step,
+                      autocast=amp_context(device, amp), scaler=scaler)
+    except TrainingDiverged as error:
+        last = checkpoint_paths(folder)
+        kept_text = (f"; {folder / CHECKPOINTS} keeps step "
+                     f"{int(last[-1].stem.split('-')[1])}" if last else "")
+        raise TrainingDiverged(
+            f"training diverged at step {step + 1}: {error.reason}; no update was made from "
+            f"it and nothing was saved{kept_text}; lower the learning rate (--factor) or check "
+            "the data", reason=error.reason) from None
     finally:
         if bar is not None:
             bar.close()
