@@ -187,3 +187,47 @@ def test_a_nan_loss_stops_the_epoch_before_any_update():
                              nan_on_the_second_batch, optimizer, accum_iter=2, progress=False)
     assert state is None and len(calls) == 2
     assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+
+
+def test_a_gradient_that_is_not_finite_stops_the_step_before_the_update():
+    from vanilla_transformer.training.loop import TrainingDiverged
+
+    torch.manual_seed(0)
+    model = make_model(5, 5, N=1, d_model=16, d_ff=32, h=2, dropout=0.0)
+    before = copy.deepcopy(model.state_dict())
+    optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
+
+    def finite_loss_infinite_gradient(out, y, norm):
+        loss = out.sum() * 0.0
+        out.register_hook(lambda g: torch.full_like(g, float("inf")))
+        return loss.detach(), loss / norm
+
+    with pytest.raises(TrainingDiverged, match="a gradient is not finite at training step 1"
+                       ) as caught:
+        run_epoch(data_gen(5, 2, 2, seq_len=4, seed=0), model, finite_loss_infinite_gradient,
+                  optimizer, progress=False)
+    assert caught.value.reason == "a gradient is not finite"
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+
+
+def test_a_grad_scaler_skips_an_overflowing_step_instead_of_stopping():
+    torch.manual_seed(0)
+    model = make_model(5, 5, N=1, d_model=16, d_ff=32, h=2, dropout=0.0)
+    before = copy.deepcopy(model.state_dict())
+    optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0 ** 16)
+    calls = []
+
+    def overflow_first(out, y, norm):
+        calls.append(1)
+        loss = out.pow(2).sum()
+        if len(calls) == 1:
+            out.register_hook(lambda g: torch.full_like(g, float("inf")))
+        return loss.detach(), loss / norm
+
+    _, state = run_epoch(data_gen(5, 2, 2, seq_len=4, seed=0), model, overflow_first,
+                         optimizer, scheduler, scaler=scaler, progress=False)
+    assert state.accum_step == 2 and scheduler.last_epoch == 1  # one step skipped, one made
+    assert scaler.get_scale() < 2.0 ** 16  # the scaler backed off
+    assert any(not torch.equal(before[k], v) for k, v in model.state_dict().items())

@@ -167,6 +167,15 @@ def _add_train(parser: argparse.ArgumentParser) -> None:
                      help="CPU threads for PyTorch (default %(default)s: the default model is "
                           "small, and a second thread on a busy machine slows it down)")
     _add_device(run)
+    run.add_argument("--distributed", action="store_true",
+                     help="train as one process of a torchrun job, with "
+                          "DistributedDataParallel: 'torchrun --standalone --nproc-per-node K "
+                          "-m vanilla_transformer translate train --distributed ...' (NCCL "
+                          "with cuda, else gloo); each step takes accum-iter batches per "
+                          "process")
+    run.add_argument("--timeout", type=float, default=1800.0, metavar="SECONDS",
+                     help="with --distributed: how long a process waits for the others, "
+                          "e.g. while process 0 validates (default %(default)s)")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_config_arguments(
         parser.add_argument_group(f"model (overrides the preset; defaults: {DEFAULT_PRESET})"),
@@ -321,7 +330,8 @@ class _StopOnSignal:
     at once (KeyboardInterrupt). Checkpoints and settings are written atomically either way;
     `metrics.jsonl` can lose its last line, which `--resume` drops."""
 
-    def __init__(self) -> None:
+    def __init__(self, quiet: bool = False) -> None:
+        self.quiet = quiet
         self.signal: int | None = None
         self.previous: dict[int, Any] = {}
 
@@ -332,8 +342,9 @@ class _StopOnSignal:
         if self.signal is not None:
             raise KeyboardInterrupt
         self.signal = signum
-        print(f"\n{signal.Signals(signum).name}: stopping after this step (again to stop at "
-              "once)", file=sys.stderr, flush=True)
+        if not self.quiet:
+            print(f"\n{signal.Signals(signum).name}: stopping after this step (again to stop at "
+                  "once)", file=sys.stderr, flush=True)
 
     def __enter__(self) -> _StopOnSignal:
         for signum in (signal.SIGINT, signal.SIGTERM):
@@ -371,19 +382,26 @@ def _train(args: argparse.Namespace) -> int:
                if getattr(args, name, None) is not None}
     torch.set_num_threads(args.threads)
     log = _print if args.no_progress else _tqdm_write
-    print(f"training on {args.train}, validating on {len(valid_pairs)} pairs ({args.valid}); "
+    follower = args.distributed and os.environ.get("RANK", "0") != "0"
+    if follower:  # process 0 speaks for the job
+        log, args.no_progress = (lambda line: None), True
+    else:
+        print(f"training on {args.train}, validating on {len(valid_pairs)} pairs ({args.valid}); "
           f"preset {args.preset or DEFAULT_PRESET}"
-          if not args.resume else f"continuing {args.out} on {args.train}", flush=True)
-    with _StopOnSignal() as stop:
+              if not args.resume else f"continuing {args.out} on {args.train}", flush=True)
+    with _StopOnSignal(quiet=follower) as stop:
         try:
             run = train_translation(
                 args.train, valid_pairs, args.out, preset=args.preset,
                 model_options=config_values(args), changes=changes, resume=args.resume,
                 overwrite=args.overwrite, new_data=args.new_data, data_fingerprint=fingerprint,
                 should_stop=stop, device=args.device, amp=args.amp,
-                progress=not args.no_progress, log=log)
+                progress=not args.no_progress, log=log, distributed=args.distributed,
+                timeout=args.timeout)
         except TrainingDiverged as error:
             raise CommandFailed(str(error), 1) from None
+    if follower:
+        return 130 if run.stopped == "interrupted" else 0
     params = sum(p.numel() for p in run.model.parameters())
     how = ("the best checkpoint, of step" if len(run.averaged) == 1 and args.keep_best
            else "the average of the checkpoints of steps")

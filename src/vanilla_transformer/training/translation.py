@@ -51,6 +51,7 @@ from .checkpoints import (
 )
 from .loop import TrainState, TrainingDiverged, run_epoch
 from .loss import SimpleLossCompute, label_smoothed_kl
+from ._ranks import Ranks, join
 from .run_folder import (
     CHECKPOINTS,
     CONFIG_FILE,
@@ -637,6 +638,8 @@ def train_translation(
     amp: str = "off",
     progress: bool = True,
     log: Callable[[str], None] | None = None,
+    distributed: bool = False,
+    timeout: float = 1800.0,
 ) -> TranslationRun:
     """Train a translator on `(source, target)` sentence pairs, writing the run to `out`.
 
@@ -657,6 +660,13 @@ def train_translation(
     file is tokenised once into `out/ids/` (`tokenize_corpus`, reused on resume while the file
     and the tokenizer are the same), and the batches are collated one at a time
     (`StreamingTokenBatches`): the same batches, in the same order, as for its pairs in memory.
+
+    With `distributed`, call it in every process of a `torchrun` job: the processes train one
+    run with `DistributedDataParallel` (NCCL on `cuda:LOCAL_RANK` with `device="cuda"`, gloo on
+    the CPU). Each optimizer step takes `accum_iter * processes` consecutive batches, and every
+    loss is divided by the target tokens of them all, so K processes compute the steps one
+    process computes with K times `accum_iter`. Process 0 owns the folder: it checks it,
+    prepares the tokenizer and the ids, validates and writes; the others read what it prepared.
 
     Args:
         train_pairs: training pairs, or the path of a TSV file of them.
@@ -681,6 +691,9 @@ def train_translation(
         amp: mixed precision, one of `AMP_MODES`.
         progress: show a tqdm progress bar on stderr.
         log: called with one line at each checkpoint (default: nothing).
+        distributed: train as one process of a `torchrun` job (see above).
+        timeout: with `distributed`, seconds a process waits for the others (validation
+            runs on process 0 while the others wait).
 
     Returns:
         The [`TranslationRun`][vanilla_transformer.training.translation.TranslationRun].
@@ -735,7 +748,39 @@ def train_translation(
     else:
         fingerprint = _pairs_fingerprint(train_pairs)
     path = Path(os.fspath(out))
-    _check_folder(path, resume=resume, overwrite=overwrite)
+    ranks, owns_group, target = join(distributed, timeout, target)
+    common = dict(preset=preset, model_options=model_options or {}, config=config,
+                  changes=changes, options=options, resume=resume, overwrite=overwrite,
+                  new_data=new_data, fingerprint=fingerprint, should_stop=should_stop,
+                  device=target, amp=amp, ranks=ranks)
+    try:
+        if ranks.rank > 0:  # the others wait for process 0 to prepare the folder, then read it
+            prepared = ranks.share(None)
+            if prepared["error"]:
+                raise ValueError(prepared["error"])
+            return _train_locked(train_pairs, valid_pairs, path, **common, progress=False,
+                                 log=lambda line: None, restart_data=prepared["restart_data"])
+        try:
+            return _train_first(train_pairs, valid_pairs, path, common, progress, log)
+        except ValueError as error:
+            if ranks.size > 1 and not ranks.shared:
+                ranks.share({"error": str(error), "restart_data": False})
+            raise
+    finally:
+        if owns_group:
+            torch.distributed.destroy_process_group()
+
+
+def _train_first(
+    train_pairs: Sequence[tuple[str, str]] | Path,
+    valid_pairs: Sequence[tuple[str, str]],
+    path: Path,
+    common: dict[str, Any],
+    progress: bool,
+    log: Callable[[str], None] | None,
+) -> TranslationRun:
+    """Process 0's part (the only one without `distributed`): own the folder, then train."""
+    _check_folder(path, resume=common["resume"], overwrite=common["overwrite"])
     created = not path.exists()
     try:
         (path / CHECKPOINTS).mkdir(parents=True, exist_ok=True)
@@ -748,11 +793,8 @@ def train_translation(
         with RunLock(path):
             for tmp in remove_stale_temporaries(path):
                 (log or print)(f"removed {tmp}, a file left by an interrupted save")
-            return _train_locked(
-                train_pairs, valid_pairs, path, preset=preset,
-                model_options=model_options or {}, config=config, changes=changes,
-                options=options, resume=resume, overwrite=overwrite, new_data=new_data,
-                fingerprint=fingerprint, should_stop=should_stop, device=target, amp=amp, progress=progress, log=log or (lambda line: None))
+            return _train_locked(train_pairs, valid_pairs, path, **common, progress=progress,
+                                 log=log or (lambda line: None))
     except ValueError:
         untouched = [p.name for p in path.iterdir()] == [CHECKPOINTS] and not any(
             (path / CHECKPOINTS).iterdir())
@@ -780,10 +822,19 @@ def _train_locked(
     amp: str,
     progress: bool,
     log: Callable[[str], None],
+    ranks: Ranks,
+    restart_data: bool = False,
 ) -> TranslationRun:
     state: dict[str, Any] | None = None
-    restart_data = False
-    if resume:
+    if ranks.rank > 0:  # what process 0 prepared and wrote
+        saved = _read_run_config(folder)
+        tokenizer = SharedTokenizer.load(folder / TOKENIZER_FILE)
+        model_config = ModelConfig.from_dict(saved["model"])
+        config = TranslationConfig.from_dict(saved["training"])
+        options, preset = saved["options"], saved["preset"]
+        paths = checkpoint_paths(folder)
+        state = load_train_state(paths[-1]) if resume and paths else None
+    elif resume:
         saved = _read_run_config(folder)
         paths = checkpoint_paths(folder)
         if not paths:
@@ -861,12 +912,18 @@ def _train_locked(
     valid = [pair for pair, encoded_pair in zip(valid_pairs, ids(valid_pairs))
              if len(encoded_pair[0]) + 1 + 50 < model_config.max_len][: config.eval_size]
 
-    if not resume:  # written only now: nothing is written for a run refused above
-        tokenizer.save(folder / TOKENIZER_FILE)
-    _write_json(folder / CONFIG_FILE, run_config)
+    if ranks.rank == 0:
+        if not resume:  # written only now: nothing is written for a run refused above
+            tokenizer.save(folder / TOKENIZER_FILE)
+        _write_json(folder / CONFIG_FILE, run_config)
+        if ranks.size > 1:
+            ranks.share({"error": None, "restart_data": restart_data})
+            ranks.shared = True
 
-    torch.manual_seed(config.seed)
+    torch.manual_seed(config.seed)  # the same initial weights on every process
     model = make_model_from_config(model_config)
+    if ranks.rank > 0:
+        torch.manual_seed(config.seed + ranks.rank)  # other dropout masks than process 0's
     optimizer, scheduler = make_optimizer(model, model_config.d_model, factor=config.factor,
                                           warmup=config.warmup)
     # the label-smoothed KL of LabelSmoothing, without building a (rows, V) target
@@ -879,7 +936,13 @@ def _train_locked(
         load_model_state(model, state["model"], "the newest checkpoint")
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
-        torch.set_rng_state(state["rng"]["torch"])
+        rng = state["rng"]
+        if ranks.rank == 0:
+            torch.set_rng_state(rng["torch"])
+        elif len(rng.get("ranks", ())) == ranks.size:
+            torch.set_rng_state(rng["ranks"][ranks.rank])
+        else:  # saved by a run of another size: new masks, still not process 0's
+            torch.manual_seed(config.seed + ranks.rank + state["step"])
         step, epoch, position = state["step"], state["epoch"], state["position"]
         seconds = float(state["seconds"])
         losses = state["losses"].tolist()
@@ -891,8 +954,15 @@ def _train_locked(
         for key, tensor in value.items():
             if isinstance(tensor, torch.Tensor) and key != "step":
                 value[key] = tensor.to(device)
+    trained: nn.Module = model
+    if ranks.size > 1:
+        # the generator runs outside DDP's forward; its gradients are still averaged, because
+        # DDP hooks every parameter that receives a gradient in backward()
+        trained = torch.nn.parallel.DistributedDataParallel(
+            model, device_ids=[device.index] if device.type == "cuda" else None)
     scaler = torch.amp.GradScaler("cuda") if amp == "fp16" else None
-    metrics = _metrics_writer(folder / METRICS_FILE, step if resume else None)
+    metrics = (_metrics_writer(folder / METRICS_FILE, step if resume else None)
+               if ranks.rank == 0 else lambda entry: None)
     bleu_tokenize = auto_bleu_tokenize([t for _, t in valid])
     best_key = f"valid_{settings['best_metric']}"
 
@@ -901,6 +971,9 @@ def _train_locked(
         return max(scored, key=lambda h: (h[best_key], -h["step"])) if scored else None
 
     def checkpoint() -> None:
+        rng_states = ranks.gather(torch.get_rng_state())
+        if ranks.rank > 0:
+            return
         entry: dict[str, Any] = {"step": step, "seconds": round(seconds, 3),
                                  "loss": losses[-1] if losses else float("nan")}
         if valid:
@@ -916,7 +989,9 @@ def _train_locked(
         weights = {k: v.detach().cpu() for k, v in model_state(model).items()}
         _save_state(folder / CHECKPOINTS / f"step-{step:07d}.pt", config=model_config.to_dict(),
                     model=weights, optimizer=optimizer.state_dict(),
-                    scheduler=scheduler.state_dict(), rng={"torch": torch.get_rng_state()},
+                    scheduler=scheduler.state_dict(),
+                    rng={"torch": rng_states[0], **({"ranks": rng_states} if ranks.size > 1
+                                                    else {})},
                     step=step, epoch=epoch, position=position, seconds=seconds,
                     losses=torch.tensor(losses, dtype=torch.float64), history=history)
         if settings["keep_best"] and best_key in entry and (
@@ -957,16 +1032,17 @@ def _train_locked(
     cursor = {"epoch": epoch, "position": position}
 
     def batches() -> Iterator[Batch]:
-        """This run's batches from the saved position on, `accum_iter` per step, until
+        """This process's batches from the saved position on, `accum_iter` per step, until
         `max_steps` or a stop; the position moves on before a step's last batch is yielded, so
         a checkpoint written after the step records where the next one starts."""
         done = step
         while done < config.max_steps and not stopped:
             first, first_epoch = cursor["position"], cursor["epoch"]
-            end = first + config.accum_iter
+            end = first + config.accum_iter * ranks.size
             cursor["epoch"], cursor["position"] = first_epoch + end // n_batches, end % n_batches
             done += 1
-            for i in range(first, end):
+            # process r takes every size-th batch of the step's, from the r-th on
+            for i in range(first + ranks.rank, end, ranks.size):
                 yield batch_at(first_epoch + i // n_batches, i % n_batches).to(device)
 
     def after_step(state: TrainState, loss: float) -> None:
@@ -979,16 +1055,17 @@ def _train_locked(
         window["losses"].append(loss)
         if step % settings["log_every"] == 0:
             now = time.perf_counter()
+            tokens = ranks.total(window["tokens"])
             metrics({"step": step, "loss": sum(window["losses"]) / len(window["losses"]),
                      "lr": optimizer.param_groups[0]["lr"],
-                     "tokens_per_s": round(window["tokens"] / max(now - window["start"], 1e-9),
-                                           1)})
+                     "tokens_per_s": round(tokens / max(now - window["start"], 1e-9), 1)})
             window.update(start=now, tokens=0, losses=[])
         if bar is not None:
             bar.update(1)
             bar.set_postfix(loss=f"{loss:.3f}", epoch=epoch, refresh=False)
-        late = deadline is not None and time.monotonic() >= deadline
-        interrupted = should_stop is not None and should_stop()
+        late, interrupted = ranks.any(  # a stop on any process stops them all, together
+            deadline is not None and time.monotonic() >= deadline,
+            should_stop is not None and should_stop())
         if step % config.save_every == 0 or step == config.max_steps or late or interrupted:
             if bar is not None:
                 bar.clear()
@@ -998,16 +1075,18 @@ def _train_locked(
         elif late:
             log(f"stopped after {config.max_minutes} minutes at step {step}")
             stopped = "time"
-        elif step % config.save_every == 0 and patience_spent():
+        elif step % config.save_every == 0 and ranks.share(patience_spent()):
             best = best_entry()
-            log(f"no better validation {settings['best_metric']} in {settings['patience']} "
-                f"validations: stopping at step {step} (best: step {best['step']})")
+            if best is not None:  # process 0, which validates
+                log(f"no better validation {settings['best_metric']} in "
+                    f"{settings['patience']} validations: stopping at step {step} (best: "
+                    f"step {best['step']})")
             stopped = "patience"
 
     model.train()
     try:
         if step < config.max_steps:
-            run_epoch(batches(), model, loss_compute, optimizer, scheduler,
+            run_epoch(batches(), trained, loss_compute, optimizer, scheduler,
                       accum_iter=config.accum_iter, progress=False, on_step=after_step,
                       autocast=amp_context(device, amp), scaler=scaler)
     except TrainingDiverged as error:
@@ -1022,8 +1101,16 @@ def _train_locked(
         if bar is not None:
             bar.close()
     model.cpu()
-    if not checkpoint_paths(folder):
+    if ranks.share(not checkpoint_paths(folder)):
         checkpoint()
+    if ranks.rank > 0:  # the final model is process 0's model.pt
+        problem = ranks.share(None)
+        if problem:
+            raise TrainingDiverged(problem)
+        final, meta = load_checkpoint(folder / MODEL_FILE)
+        model.load_state_dict(final.state_dict())
+        return TranslationRun(model.eval(), tokenizer, folder, step, losses, history, seconds,
+                              list(meta.get("averaged", [])), stopped, skipped)
     best_path = folder / CHECKPOINTS / BEST_FILE
     if settings["keep_best"] and best_path.is_file():
         best_model, meta = load_checkpoint(best_path)
@@ -1033,10 +1120,15 @@ def _train_locked(
         kept_paths = checkpoint_paths(folder)[-config.average:]
         load_model_state(model, average_checkpoints(kept_paths), "the averaged checkpoints")
         averaged = [int(p.stem.split("-")[1]) for p in kept_paths]
+    problem = None
     if not all(bool(torch.isfinite(p).all()) for p in model.parameters()):
-        raise TrainingDiverged(f"the final model of step {step} holds non-finite weights; "
-                               f"{MODEL_FILE} was not written")
-    save_checkpoint(folder / MODEL_FILE, model, steps=step, averaged=averaged,
-                    tokenizer=tokenizer.tokenizer.to_str())
+        problem = (f"the final model of step {step} holds non-finite weights; {MODEL_FILE} "
+                   "was not written")
+    else:
+        save_checkpoint(folder / MODEL_FILE, model, steps=step, averaged=averaged,
+                        tokenizer=tokenizer.tokenizer.to_str())
+    ranks.share(problem)
+    if problem:
+        raise TrainingDiverged(problem)
     return TranslationRun(model.eval(), tokenizer, folder, step, losses, history, seconds,
                           averaged, stopped, skipped)

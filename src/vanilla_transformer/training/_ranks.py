@@ -1,0 +1,91 @@
+"""The few collective operations a data-parallel translation run needs, and none without one.
+
+With one process every method is a no-op that returns its argument, so the training code
+reads the same with or without `torchrun`.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+
+@dataclass
+class Ranks:
+    """This process's place in a data-parallel run: `rank` of `size` (0 of 1 when alone)."""
+
+    rank: int = 0
+    size: int = 1
+    device: torch.device | None = None  # where collectives put tensors (CUDA for NCCL)
+    shared: bool = False  # process 0 has told the others how the preparation went
+
+    def share(self, value: Any) -> Any:
+        """Rank 0's `value`, on every rank (a broadcast; every rank must call it)."""
+        if self.size == 1:
+            return value
+        box = [value]
+        dist.broadcast_object_list(box, src=0, device=self.device)
+        return box[0]
+
+    def any(self, *flags: bool) -> list[bool]:
+        """Each flag, true if it is true on any rank."""
+        if self.size == 1:
+            return list(flags)
+        values = torch.tensor([float(f) for f in flags], device=self.device)
+        dist.all_reduce(values, op=dist.ReduceOp.MAX)
+        return [bool(v) for v in values.tolist()]
+
+    def total(self, value: float) -> float:
+        """The sum of `value` over the ranks."""
+        if self.size == 1:
+            return value
+        values = torch.tensor([float(value)], dtype=torch.float64, device=self.device)
+        dist.all_reduce(values)
+        return float(values)
+
+    def gather(self, value: Any) -> list[Any]:
+        """Every rank's `value`, in rank order, on every rank."""
+        if self.size == 1:
+            return [value]
+        values: list[Any] = [None] * self.size
+        dist.all_gather_object(values, value)
+        return values
+
+
+def join(distributed: bool, timeout: float, device: torch.device) -> tuple[Ranks, bool, torch.device]:
+    """`(ranks, whether this call started the process group, this rank's device)`.
+
+    Without `distributed`, one rank on `device`. With it, the process group that `torchrun`
+    describes in the environment (joined unless one is already), NCCL on `cuda:LOCAL_RANK`
+    when `device` is CUDA, otherwise gloo on the CPU.
+
+    Raises:
+        ValueError: if `distributed` is asked for outside `torchrun` (no `RANK` and
+            `WORLD_SIZE` in the environment), or `timeout` is not positive.
+    """
+    if not distributed:
+        return Ranks(), False, device
+    if not timeout > 0:  # NaN included
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    owns = not dist.is_initialized()
+    if owns:
+        if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
+            raise ValueError(
+                "distributed training needs the environment torchrun sets (RANK, WORLD_SIZE, "
+                "MASTER_ADDR, MASTER_PORT): start it as 'torchrun --standalone "
+                "--nproc-per-node K -m vanilla_transformer translate train --distributed ...'")
+        backend = "nccl" if device.type == "cuda" else "gloo"
+        dist.init_process_group(backend=backend,
+                                timeout=datetime.timedelta(seconds=float(timeout)))
+    if dist.get_backend() == "nccl":
+        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+        torch.cuda.set_device(device)
+        collectives = device
+    else:
+        collectives = torch.device("cpu")
+    return Ranks(dist.get_rank(), dist.get_world_size(), collectives), owns, device
