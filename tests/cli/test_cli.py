@@ -128,8 +128,9 @@ def test_the_core_needs_torch_alone():
     extras = project["optional-dependencies"]
     assert {"tokenizers", "sacrebleu", "num2words"} <= {
         d.split(">")[0] for d in extras["translate"]}
+    assert [d.split(">")[0] for d in extras["tensorboard"]] == ["tensorboard"]
     for needs_all in ("test", "docs"):
-        assert "vanilla-transformer[translate,onnx]" in extras[needs_all]
+        assert "vanilla-transformer[translate,onnx,tensorboard]" in extras[needs_all]
     assert (Path(__file__).parents[2] / "src" / "vanilla_transformer" / "py.typed").is_file()
 
 

@@ -92,7 +92,8 @@ def _version() -> str:
 
 
 EXTRAS = {"tokenizers": "translate", "sacrebleu": "translate", "num2words": "translate",
-          "onnx": "onnx", "onnxruntime": "onnx", "onnxscript": "onnx"}
+          "onnx": "onnx", "onnxruntime": "onnx", "onnxscript": "onnx",
+          "tensorboard": "tensorboard"}
 """The extra that installs each optional package (`pip install 'vanilla-transformer[EXTRA]'`)."""
 
 

@@ -41,7 +41,7 @@ TRAINING_DEFAULTS: dict[str, Any] = dict(
     vocab_size=250, max_tokens=1500, accum_iter=1, warmup=400, factor=1.0, smoothing=0.1, max_steps=1200,
     max_minutes=None, save_every=100, average=5, eval_size=200, seed=0)
 RUN_OPTIONS: dict[str, Any] = dict(log_every=10, keep_best=False, best_metric="exact",
-                                   patience=None)
+                                   patience=None, tensorboard=False)
 TRAINING_HELP = dict(
     vocab_size="size of the shared byte-pair vocabulary",
     max_tokens="padded tokens per batch",
@@ -163,6 +163,10 @@ def _add_train(parser: argparse.ArgumentParser) -> None:
                      help="the validation score of --keep-best and --patience (default exact)")
     run.add_argument("--patience", type=int, default=None, help=TRAINING_HELP["patience"]
                      + " (default: never)")
+    run.add_argument("--tensorboard", action=argparse.BooleanOptionalAction, default=None,
+                     help="also write metrics.jsonl's numbers as TensorBoard scalars in "
+                          "RUN/tensorboard/ (needs the tensorboard extra; default: no, or the "
+                          "run's with --resume)")
     run.add_argument("--threads", type=int, default=1,
                      help="CPU threads for PyTorch (default %(default)s: the default model is "
                           "small, and a second thread on a busy machine slows it down)")

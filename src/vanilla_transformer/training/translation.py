@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import importlib
 import json
 import math
 import os
@@ -120,13 +121,17 @@ TOKENIZER_SAMPLE = 100_000
 """Pairs of a TSV file the tokenizer of a new run learns from (`sample_tsv`)."""
 
 RUN_OPTIONS: dict[str, Any] = dict(log_every=10, keep_best=False, best_metric="exact",
-                                   patience=None)
+                                   patience=None, tensorboard=False)
 """What a run records and keeps, beside the recipe (`TranslationConfig`), with their defaults:
 `log_every`, the steps between the lines of `metrics.jsonl` (loss, learning rate, speed);
 `keep_best`, make the final model the checkpoint with the best validation score instead of the
 average of the last ones; `best_metric`, the score `keep_best` and `patience` follow (one of
 `BEST_METRICS`); `patience`, stop after this many validations without a better score (`None`:
-never). Pass them in `train_translation(changes=...)`; a run saves them in `config.json`."""
+never); `tensorboard`, also write what goes to `metrics.jsonl` as TensorBoard scalars in
+`RUN/tensorboard/` (needs the `tensorboard` package). Pass them in
+`train_translation(changes=...)`; a run saves them in `config.json`."""
+
+TENSORBOARD_FOLDER = "tensorboard"
 
 
 def _check_run_options(options: dict[str, Any], eval_size: int) -> dict[str, Any]:
@@ -138,6 +143,10 @@ def _check_run_options(options: dict[str, Any], eval_size: int) -> dict[str, Any
                          f"{options['best_metric']!r}")
     if options["patience"] is not None:
         check_positive_int("patience", options["patience"])
+    if not isinstance(options.get("tensorboard", False), bool):
+        raise TypeError(f"tensorboard must be a bool, got {options['tensorboard']!r}")
+    if options.get("tensorboard"):
+        importlib.import_module("torch.utils.tensorboard")  # the package is missing: say so now
     if (options["keep_best"] or options["patience"] is not None) and eval_size == 0:
         raise ValueError("keep_best and patience need validation scores: eval_size must be "
                          "positive, got 0")
@@ -517,7 +526,7 @@ def _clear_run(folder: Path) -> None:
     """Remove the files of a previous run (for `overwrite`), leaving other files alone."""
     for name in (MODEL_FILE, TOKENIZER_FILE, CONFIG_FILE, METRICS_FILE):
         (folder / name).unlink(missing_ok=True)
-    for name in (CHECKPOINTS, IDS_FOLDER):
+    for name in (CHECKPOINTS, IDS_FOLDER, TENSORBOARD_FOLDER):
         if (folder / name).is_dir():
             shutil.rmtree(folder / name)
 
@@ -963,6 +972,21 @@ def _train_locked(
     scaler = torch.amp.GradScaler("cuda") if amp == "fp16" else None
     metrics = (_metrics_writer(folder / METRICS_FILE, step if resume else None)
                if ranks.rank == 0 else lambda entry: None)
+    board = None
+    if settings.get("tensorboard") and ranks.rank == 0:
+        from torch.utils.tensorboard import SummaryWriter
+
+        # a resumed run drops the events after its checkpoint, as metrics.jsonl drops its lines
+        board = SummaryWriter(str(folder / TENSORBOARD_FOLDER),
+                              purge_step=step + 1 if resume else None)
+        write_line = metrics
+
+        def metrics(entry: dict[str, Any]) -> None:
+            write_line(entry)
+            for key, value in entry.items():  # a validation's line repeats the step's loss
+                if key != "step" and not (key == "loss" and "valid_exact" in entry):
+                    board.add_scalar(key, value, entry["step"])
+            board.flush()
     bleu_tokenize = auto_bleu_tokenize([t for _, t in valid])
     best_key = f"valid_{settings['best_metric']}"
 
@@ -1090,6 +1114,8 @@ def _train_locked(
                       accum_iter=config.accum_iter, progress=False, on_step=after_step,
                       autocast=amp_context(device, amp), scaler=scaler)
     except TrainingDiverged as error:
+        if board is not None:
+            board.close()
         last = checkpoint_paths(folder)
         kept_text = (f"; {folder / CHECKPOINTS} keeps step "
                      f"{int(last[-1].stem.split('-')[1])}" if last else "")
@@ -1100,6 +1126,8 @@ def _train_locked(
     finally:
         if bar is not None:
             bar.close()
+    if board is not None:
+        board.close()
     model.cpu()
     if ranks.share(not checkpoint_paths(folder)):
         checkpoint()
