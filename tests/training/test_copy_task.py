@@ -300,7 +300,9 @@ def test_a_loss_that_becomes_nan_stops_training_with_one_line(capsys):
     argv = ["copy-task", *TINY_ARGS, "--steps", "20", "--warmup", "1", "--factor", "1e6"]
     assert cli_main(argv) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and re.search(r"the loss is nan at batch \d+", err)
+    # the gradient overflows first (checked before the update), or the loss itself
+    assert err.count("\n") == 1 and re.search(
+        r"the loss is nan at batch \d+|a gradient is not finite at training step \d+", err)
 
 
 def test_a_diverged_finite_loss_is_reported(monkeypatch, capsys):

@@ -6,17 +6,17 @@ import os
 import pytest
 
 from vanilla_transformer.training.run_folder import RunLock, remove_stale_temporaries
-from vanilla_transformer.training.translation import _metrics_writer
+from vanilla_transformer.training.run_folder import metrics_writer
 
 
 def test_a_resumed_run_drops_a_cut_short_metrics_line_and_later_steps(tmp_path):
     path = tmp_path / "metrics.jsonl"
-    write = _metrics_writer(path, None)
+    write = metrics_writer(path, None)
     for step in (1, 2, 3):
         write({"step": step, "loss": 1.0 / step})
     with open(path, "a", encoding="utf-8") as f:
         f.write('{"step": 4, "lo')  # killed halfway through a line
-    _metrics_writer(path, 2)  # resumed from the checkpoint of step 2
+    metrics_writer(path, 2)  # resumed from the checkpoint of step 2
     assert [json.loads(line)["step"] for line in path.read_text().splitlines()] == [1, 2]
 
 

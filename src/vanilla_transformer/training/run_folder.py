@@ -17,11 +17,17 @@ Explained on the [Training a real translator][translator-guide] page.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
+import json
 import os
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from .._io import atomic_write
 
 __all__ = [
     "MODEL_FILE",
@@ -34,10 +40,28 @@ __all__ = [
     "is_run_folder",
     "remove_stale_temporaries",
     "file_fingerprint",
+    "BEST_FILE",
+    "IDS_FOLDER",
+    "TENSORBOARD_FOLDER",
+    "checkpoint_paths",
+    "check_folder",
+    "clear_run",
+    "read_run_config",
+    "write_json",
+    "metrics_writer",
 ]
 
 MODEL_FILE, TOKENIZER_FILE, CONFIG_FILE, METRICS_FILE, CHECKPOINTS, LOCK_FILE = (
     "model.pt", "tokenizer.json", "config.json", "metrics.jsonl", "checkpoints", ".lock")
+
+BEST_FILE = "best.pt"
+"""In `CHECKPOINTS/`: the checkpoint with the best validation score (with `keep_best`)."""
+
+IDS_FOLDER = "ids"
+"""Where a run fed a TSV file keeps its token ids (`tokenize_corpus`), reused on resume."""
+
+TENSORBOARD_FOLDER = "tensorboard"
+"""Where `tensorboard=True` writes its event files."""
 
 _RUN_FILES = (MODEL_FILE, TOKENIZER_FILE, CONFIG_FILE, METRICS_FILE, CHECKPOINTS, LOCK_FILE)
 
@@ -181,3 +205,92 @@ def file_fingerprint(path: str | os.PathLike[str]) -> dict[str, Any]:
             digest.update(chunk)
             size += len(chunk)
     return {"size": size, "sha256": digest.hexdigest()}
+
+
+def checkpoint_paths(out: str | os.PathLike[str]) -> list[Path]:
+    """The training checkpoints of a run folder, oldest first.
+
+    Examples:
+        >>> import tempfile
+        >>> from vanilla_transformer.training.run_folder import checkpoint_paths
+        >>> checkpoint_paths(tempfile.mkdtemp())
+        []
+    """
+    folder = Path(os.fspath(out)) / CHECKPOINTS
+    return sorted(folder.glob("step-*.pt")) if folder.is_dir() else []
+
+
+def write_json(path: Path, data: Any) -> None:
+    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    atomic_write(path, lambda f: f.write(text.encode("utf-8")))
+
+
+def check_folder(path: Path, *, resume: bool, overwrite: bool) -> None:
+    """Refuse, before anything is written, a folder that a new run would clobber.
+
+    Raises:
+        ValueError: if `path` is a file, is locked by a live process, is not a run folder
+            while `resume`, or holds files while neither `resume` nor `overwrite`.
+    """
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"cannot create output folder {str(path)!r}: a file of that name "
+                         "exists")
+    lock = RunLock(path)
+    holder = lock.holder() if path.is_dir() else None
+    if holder is not None and holder != os.getpid():
+        lock.acquire()  # raises, naming the holder, if it is alive
+        lock.release()
+    if resume:
+        if not is_run_folder(path):
+            raise ValueError(f"cannot resume: {str(path)!r} is not a run folder (no "
+                             f"{CONFIG_FILE}, {TOKENIZER_FILE} or {CHECKPOINTS}/)")
+        return
+    leftovers = [p.name for p in path.iterdir() if p.name != LOCK_FILE
+                 and not p.name.endswith(".tmp")] if path.is_dir() else []
+    if leftovers and not overwrite:
+        raise ValueError(f"output folder {str(path)!r} is not empty (it holds "
+                         f"{', '.join(sorted(leftovers)[:4])}); continue its run with --resume, "
+                         "replace it with --overwrite, or choose another folder")
+
+
+def clear_run(folder: Path) -> None:
+    """Remove the files of a previous run (for `overwrite`), leaving other files alone."""
+    for name in (MODEL_FILE, TOKENIZER_FILE, CONFIG_FILE, METRICS_FILE):
+        (folder / name).unlink(missing_ok=True)
+    for name in (CHECKPOINTS, IDS_FOLDER, TENSORBOARD_FOLDER):
+        if (folder / name).is_dir():
+            shutil.rmtree(folder / name)
+
+
+def read_run_config(folder: Path) -> dict[str, Any]:
+    path = folder / CONFIG_FILE
+    if not path.is_file():
+        raise ValueError(f"cannot resume: {str(folder)!r} lacks {CONFIG_FILE}, which holds the "
+                         "run's settings; start again with --overwrite")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(f"cannot resume: {str(path)!r} is not readable JSON ({error})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("training"), dict):
+        raise ValueError(f"cannot resume: {str(path)!r} holds no 'training' settings")
+    return data
+
+
+def metrics_writer(path: Path, keep_up_to: int | None) -> Callable[[dict[str, Any]], None]:
+    """Append JSON lines to `path`; on resume first drop the lines after step `keep_up_to`."""
+    if keep_up_to is None:
+        path.unlink(missing_ok=True)
+    elif path.is_file():
+        kept = []
+        for line in path.read_text(encoding="utf-8").split("\n"):
+            with contextlib.suppress(ValueError):
+                if json.loads(line).get("step", 0) <= keep_up_to:
+                    kept.append(line + "\n")
+        text = "".join(kept).encode("utf-8")
+        atomic_write(path, lambda f: f.write(text))
+
+    def write(entry: dict[str, Any]) -> None:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(entry) + "\n")
+
+    return write

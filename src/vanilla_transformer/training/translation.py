@@ -35,7 +35,7 @@ import torch
 from torch import nn
 
 from .._checks import check_non_negative_int, check_positive_int
-from .._io import atomic_torch_save, atomic_write
+from .._io import atomic_torch_save
 from ..data.batching import Batch
 from ..data.corpus import StreamingTokenBatches, iter_tsv, sample_tsv, tokenize_corpus
 from ..data.token_batches import epoch_order, make_token_batches
@@ -43,6 +43,7 @@ from ..data.tokenizer import BOS, EOS, PAD, SharedTokenizer, train_tokenizer
 from ..inference.evaluate import score_translations, translate_sentences
 from ..model.config import PAPER_OPTIONS, PRESETS, ModelConfig
 from ..model.encoder_decoder import make_model_from_config
+from ._ranks import Ranks, join
 from .checkpoints import (
     check_weights_fit_config,
     load_checkpoint,
@@ -50,20 +51,26 @@ from .checkpoints import (
     model_state,
     save_checkpoint,
 )
-from .loop import TrainState, TrainingDiverged, run_epoch
+from .loop import TrainingDiverged, TrainState, run_epoch
 from .loss import SimpleLossCompute, label_smoothed_kl
-from ._ranks import Ranks, join
 from .run_folder import (
+    BEST_FILE,
     CHECKPOINTS,
     CONFIG_FILE,
-    LOCK_FILE,
+    IDS_FOLDER,
     METRICS_FILE,
     MODEL_FILE,
+    TENSORBOARD_FOLDER,
     TOKENIZER_FILE,
     RunLock,
+    check_folder,
+    checkpoint_paths,
+    clear_run,
     file_fingerprint,
-    is_run_folder,
+    metrics_writer,
+    read_run_config,
     remove_stale_temporaries,
+    write_json,
 )
 from .schedule import make_optimizer
 
@@ -112,10 +119,7 @@ DEVICES = ("auto", "cpu", "cuda")
 AMP_MODES = ("off", "bf16", "fp16")
 """Mixed precision: `off` (float32), bfloat16, or float16 (with loss scaling, CUDA only)."""
 
-BEST_FILE = "best.pt"
 
-IDS_FOLDER = "ids"
-"""Where a run fed a TSV file keeps its token ids (`tokenize_corpus`), reused on resume."""
 
 TOKENIZER_SAMPLE = 100_000
 """Pairs of a TSV file the tokenizer of a new run learns from (`sample_tsv`)."""
@@ -130,8 +134,6 @@ average of the last ones; `best_metric`, the score `keep_best` and `patience` fo
 never); `tensorboard`, also write what goes to `metrics.jsonl` as TensorBoard scalars in
 `RUN/tensorboard/` (needs the `tensorboard` package). Pass them in
 `train_translation(changes=...)`; a run saves them in `config.json`."""
-
-TENSORBOARD_FOLDER = "tensorboard"
 
 
 def _check_run_options(options: dict[str, Any], eval_size: int) -> dict[str, Any]:
@@ -341,19 +343,6 @@ def auto_bleu_tokenize(references: Sequence[str]) -> str:
     return "char" if words < 4 else "13a"
 
 
-def checkpoint_paths(out: str | os.PathLike[str]) -> list[Path]:
-    """The training checkpoints of a run folder, oldest first.
-
-    Examples:
-        >>> import tempfile
-        >>> from vanilla_transformer.training.translation import checkpoint_paths
-        >>> checkpoint_paths(tempfile.mkdtemp())
-        []
-    """
-    folder = Path(os.fspath(out)) / CHECKPOINTS
-    return sorted(folder.glob("step-*.pt")) if folder.is_dir() else []
-
-
 def load_train_state(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Read a training checkpoint with `torch.load(weights_only=True)`.
 
@@ -484,11 +473,6 @@ def _save_state(path: Path, **state: Any) -> None:
     atomic_torch_save({"format": TRAIN_STATE_FORMAT, "version": 2, **state}, path)
 
 
-def _write_json(path: Path, data: Any) -> None:
-    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-    atomic_write(path, lambda f: f.write(text.encode("utf-8")))
-
-
 def _pairs_fingerprint(pairs: Sequence[tuple[str, str]]) -> dict[str, Any]:
     """Size and SHA-256 of `pairs` written as TSV text (what `write_tsv` would write)."""
     digest, size = hashlib.sha256(), 0
@@ -499,74 +483,8 @@ def _pairs_fingerprint(pairs: Sequence[tuple[str, str]]) -> dict[str, Any]:
     return {"size": size, "sha256": digest.hexdigest()}
 
 
-def _check_folder(path: Path, *, resume: bool, overwrite: bool) -> None:
-    """Refuse, before anything is written, a folder that a new run would clobber."""
-    if path.exists() and not path.is_dir():
-        raise ValueError(f"cannot create output folder {str(path)!r}: a file of that name "
-                         "exists")
-    lock = RunLock(path)
-    holder = lock.holder() if path.is_dir() else None
-    if holder is not None and holder != os.getpid():
-        lock.acquire()  # raises, naming the holder, if it is alive
-        lock.release()
-    if resume:
-        if not is_run_folder(path):
-            raise ValueError(f"cannot resume: {str(path)!r} is not a run folder (no "
-                             f"{CONFIG_FILE}, {TOKENIZER_FILE} or {CHECKPOINTS}/)")
-        return
-    leftovers = [p.name for p in path.iterdir() if p.name != LOCK_FILE
-                 and not p.name.endswith(".tmp")] if path.is_dir() else []
-    if leftovers and not overwrite:
-        raise ValueError(f"output folder {str(path)!r} is not empty (it holds "
-                         f"{', '.join(sorted(leftovers)[:4])}); continue its run with --resume, "
-                         "replace it with --overwrite, or choose another folder")
-
-
-def _clear_run(folder: Path) -> None:
-    """Remove the files of a previous run (for `overwrite`), leaving other files alone."""
-    for name in (MODEL_FILE, TOKENIZER_FILE, CONFIG_FILE, METRICS_FILE):
-        (folder / name).unlink(missing_ok=True)
-    for name in (CHECKPOINTS, IDS_FOLDER, TENSORBOARD_FOLDER):
-        if (folder / name).is_dir():
-            shutil.rmtree(folder / name)
-
-
-def _read_run_config(folder: Path) -> dict[str, Any]:
-    path = folder / CONFIG_FILE
-    if not path.is_file():
-        raise ValueError(f"cannot resume: {str(folder)!r} lacks {CONFIG_FILE}, which holds the "
-                         "run's settings; start again with --overwrite")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ValueError(f"cannot resume: {str(path)!r} is not readable JSON ({error})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("training"), dict):
-        raise ValueError(f"cannot resume: {str(path)!r} holds no 'training' settings")
-    return data
-
-
 def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
-
-
-def _metrics_writer(path: Path, keep_up_to: int | None) -> Callable[[dict[str, Any]], None]:
-    """Append JSON lines to `path`; on resume first drop the lines after step `keep_up_to`."""
-    if keep_up_to is None:
-        path.unlink(missing_ok=True)
-    elif path.is_file():
-        kept = []
-        for line in path.read_text(encoding="utf-8").split("\n"):
-            with contextlib.suppress(ValueError):
-                if json.loads(line).get("step", 0) <= keep_up_to:
-                    kept.append(line + "\n")
-        text = "".join(kept).encode("utf-8")
-        atomic_write(path, lambda f: f.write(text))
-
-    def write(entry: dict[str, Any]) -> None:
-        with open(path, "a", encoding="utf-8") as f:
-            f.write(json.dumps(entry) + "\n")
-
-    return write
 
 
 def _fits(pair: tuple[list[int], list[int]], max_len: int) -> bool:
@@ -789,7 +707,7 @@ def _train_first(
     log: Callable[[str], None] | None,
 ) -> TranslationRun:
     """Process 0's part (the only one without `distributed`): own the folder, then train."""
-    _check_folder(path, resume=common["resume"], overwrite=common["overwrite"])
+    check_folder(path, resume=common["resume"], overwrite=common["overwrite"])
     created = not path.exists()
     try:
         (path / CHECKPOINTS).mkdir(parents=True, exist_ok=True)
@@ -836,7 +754,7 @@ def _train_locked(
 ) -> TranslationRun:
     state: dict[str, Any] | None = None
     if ranks.rank > 0:  # what process 0 prepared and wrote
-        saved = _read_run_config(folder)
+        saved = read_run_config(folder)
         tokenizer = SharedTokenizer.load(folder / TOKENIZER_FILE)
         model_config = ModelConfig.from_dict(saved["model"])
         config = TranslationConfig.from_dict(saved["training"])
@@ -844,7 +762,7 @@ def _train_locked(
         paths = checkpoint_paths(folder)
         state = load_train_state(paths[-1]) if resume and paths else None
     elif resume:
-        saved = _read_run_config(folder)
+        saved = read_run_config(folder)
         paths = checkpoint_paths(folder)
         if not paths:
             raise ValueError(f"cannot resume: {str(folder)!r} holds no training checkpoint yet "
@@ -895,7 +813,7 @@ def _train_locked(
         log(f"resuming from step {state['step']} of {config.max_steps}")
     else:
         if overwrite:
-            _clear_run(folder)
+            clear_run(folder)
             (folder / CHECKPOINTS).mkdir(exist_ok=True)
         preset = preset or DEFAULT_PRESET
         options = {**RUN_OPTIONS, **options}
@@ -924,7 +842,7 @@ def _train_locked(
     if ranks.rank == 0:
         if not resume:  # written only now: nothing is written for a run refused above
             tokenizer.save(folder / TOKENIZER_FILE)
-        _write_json(folder / CONFIG_FILE, run_config)
+        write_json(folder / CONFIG_FILE, run_config)
         if ranks.size > 1:
             ranks.share({"error": None, "restart_data": restart_data})
             ranks.shared = True
@@ -970,7 +888,7 @@ def _train_locked(
         trained = torch.nn.parallel.DistributedDataParallel(
             model, device_ids=[device.index] if device.type == "cuda" else None)
     scaler = torch.amp.GradScaler("cuda") if amp == "fp16" else None
-    metrics = (_metrics_writer(folder / METRICS_FILE, step if resume else None)
+    metrics = (metrics_writer(folder / METRICS_FILE, step if resume else None)
                if ranks.rank == 0 else lambda entry: None)
     board = None
     if settings.get("tensorboard") and ranks.rank == 0:
