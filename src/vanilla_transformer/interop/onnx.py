@@ -27,6 +27,7 @@ from .._io import atomic_path
 from ..model.attention import MultiHeadedAttention
 from ..model.embeddings import PositionalEncoding
 from ..model.encoder_decoder import EncoderDecoder
+from ..model.layers import LayerNorm
 
 if TYPE_CHECKING:
     import numpy as np
@@ -97,12 +98,16 @@ class _DecoderGraph(nn.Module):
 
 @contextlib.contextmanager
 def _export_mode(model: EncoderDecoder, keep_all: bool = False) -> Iterator[None]:
-    """Eval mode, the reference attention everywhere, the last cross-attention's weights kept
-    (every attention's with `keep_all`); every flag, mode and kept weight is restored on exit."""
+    """Eval mode, the reference attention and LayerNorm everywhere, the last cross-attention's
+    weights kept (every attention's with `keep_all`); every flag, mode and kept weight is
+    restored on exit."""
     modes = [(m, m.training) for m in model.modules()]
     attentions = [m for m in model.modules() if isinstance(m, MultiHeadedAttention)]
     saved = [(m.fast, m.keep_attn, m.attn) for m in attentions]
+    norms = [(m, m.fast) for m in model.modules() if isinstance(m, LayerNorm)]
     model.eval()
+    for m, _ in norms:
+        m.fast = False  # mean, std and the formula: plain ONNX ops
     for m in attentions:
         m.fast = False  # the paper's softmax(QK^T / sqrt(d_k)) V: plain ONNX ops, no SDPA
     model.decoder.layers[-1].src_attn.keep_attn = True
@@ -115,6 +120,8 @@ def _export_mode(model: EncoderDecoder, keep_all: bool = False) -> Iterator[None
             m.training = training
         for m, (fast, keep, attn) in zip(attentions, saved):
             m.fast, m.keep_attn, m.attn = fast, keep, attn
+        for m, fast in norms:
+            m.fast = fast
 
 
 def _check_export_args(model: object, out_dir: object, opset: object, dynamo: bool) -> Path:
@@ -165,8 +172,8 @@ def export_onnx(
 
     `batch`, `src_len` and `tgt_len` are dynamic axes. The decoder recomputes the whole prefix
     at each step (no key/value cache crosses the graph boundary). The graphs use the reference
-    attention ([`attention`][vanilla_transformer.model.attention.attention]) in eval mode, so
-    they hold only standard ONNX operators. The model itself is left as it was.
+    attention ([`attention`][vanilla_transformer.model.attention.attention]) and LayerNorm in
+    eval mode, so they hold only standard ONNX operators. The model itself is left as it was.
 
     The default exporter is PyTorch's TorchScript-based one (`dynamo=False`): in our runs with
     torch 2.13 on a CPU it exported the test model in about a second, where the
