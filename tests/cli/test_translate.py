@@ -173,6 +173,24 @@ def test_translate_a_file_line_by_line(run, tmp_path, capsys):
     assert "line 4: characters outside the vocabulary" in err and "€" in err
 
 
+def test_a_long_file_gets_a_progress_bar_and_keeps_its_order(run, tmp_path, capsys):
+    from vanilla_transformer.data.numbers import number_words
+
+    words = [number_words(n, "en") for n in range(70)]
+    source = tmp_path / "in.txt"
+    source.write_text("\n".join(words) + "\n", encoding="utf-8")
+    out = tmp_path / "out.txt"
+    assert main(["translate", str(run), "--input", str(source), "--output", str(out),
+                 "--beam", "1"]) == 0
+    err = capsys.readouterr().err  # 70 lines, more than one chunk: a bar of 70
+    assert "translate:" in err and "/70 [" in err
+    lines = out.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 70
+    assert main(["translate", str(run), *words[65:], "--beam", "1", "--no-progress"]) == 0
+    shown = capsys.readouterr()
+    assert shown.out.splitlines() == lines[65:] and "translate:" not in shown.err
+
+
 def test_stdin_is_translated_as_it_arrives(run):
     import os
     import subprocess

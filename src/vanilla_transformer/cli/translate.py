@@ -222,6 +222,9 @@ def build_translate_parser(action: str) -> argparse.ArgumentParser:
                             help="translate each line of FILE instead of stdin")
         parser.add_argument("--output", metavar="FILE",
                             help="write the translations to FILE instead of stdout")
+        parser.add_argument("--no-progress", action="store_true",
+                            help="no progress bar on stderr (shown for more than 64 lines of "
+                                 "TEXT or --input)")
         _add_decoding(parser)
         return parser
     parser = OneLineParser(prog=f"{PROG} {action}")
@@ -497,6 +500,10 @@ def _write_lines(path: str, lines: Iterable[str]) -> None:
     atomic_write(path, lambda f: f.write(text))
 
 
+_CHUNK = 64
+"""Sentences decoded together by `eval` and by `RUN` with TEXT or --input."""
+
+
 def _translate_all(model: Any, tokenizer: Any, sources: Sequence[str],
                    args: argparse.Namespace, *, progress: bool) -> list[str]:
     """Translate in chunks, with a progress bar on stderr."""
@@ -505,11 +512,10 @@ def _translate_all(model: Any, tokenizer: Any, sources: Sequence[str],
     from ..inference.evaluate import translate_sentences
 
     out: list[str] = []
-    chunk = 64
     with tqdm(total=len(sources), desc="translate", unit="sent", file=sys.stderr,
               disable=not progress, leave=False) as bar:
-        for start in range(0, len(sources), chunk):
-            part = list(sources[start:start + chunk])
+        for start in range(0, len(sources), _CHUNK):
+            part = list(sources[start:start + _CHUNK])
             out += _decode(model, tokenizer, part, args, translate_sentences)
             bar.update(len(part))
     return out
@@ -578,7 +584,8 @@ def _run(args: argparse.Namespace) -> int:
         texts = args.text or texts
         for number, text in enumerate(texts, 1):
             warn(number, text)
-        hyps = _decode(model, tokenizer, texts, args, translate_sentences)
+        hyps = _translate_all(model, tokenizer, texts, args,
+                              progress=not args.no_progress and len(texts) > _CHUNK)
         if args.output:
             _write_lines(args.output, hyps)
         else:
