@@ -27,12 +27,8 @@ TINY = ["-N", "1", "--d-model", "16", "--d-ff", "32", "--h", "2", "--dropout", "
 
 
 @pytest.fixture(scope="module")
-def data(tmp_path_factory):
-    out = tmp_path_factory.mktemp("numbers")
-    assert main(["translate", "numbers", "--out", str(out), "--seed", "2", "--train-size", "60",
-                 "--valid-size", "3", "--test-size", "3", "--always-train", "0",
-                 "--limit", "1000"]) == 0
-    return out
+def data(make_numbers):
+    return make_numbers(seed=2, train_size=60)
 
 
 def _train_args(data, out, *extra):

@@ -14,6 +14,8 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from .distributed import _check_timeout
+
 
 @dataclass
 class Ranks:
@@ -57,7 +59,8 @@ class Ranks:
         return values
 
 
-def join(distributed: bool, timeout: float, device: torch.device) -> tuple[Ranks, bool, torch.device]:
+def join(distributed: bool, timeout: float | datetime.timedelta,
+         device: torch.device) -> tuple[Ranks, bool, torch.device]:
     """`(ranks, whether this call started the process group, this rank's device)`.
 
     Without `distributed`, one rank on `device`. With it, the process group that `torchrun`
@@ -66,12 +69,12 @@ def join(distributed: bool, timeout: float, device: torch.device) -> tuple[Ranks
 
     Raises:
         ValueError: if `distributed` is asked for outside `torchrun` (no `RANK` and
-            `WORLD_SIZE` in the environment), or `timeout` is not positive.
+            `WORLD_SIZE` in the environment), or `timeout` is not positive. TypeError: if it
+            is not a number of seconds or a `timedelta`.
     """
     if not distributed:
         return Ranks(), False, device
-    if not timeout > 0:  # NaN included
-        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    wait = _check_timeout(timeout)
     owns = not dist.is_initialized()
     if owns:
         if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
@@ -80,8 +83,7 @@ def join(distributed: bool, timeout: float, device: torch.device) -> tuple[Ranks
                 "MASTER_ADDR, MASTER_PORT): start it as 'torchrun --standalone "
                 "--nproc-per-node K -m vanilla_transformer translate train --distributed ...'")
         backend = "nccl" if device.type == "cuda" else "gloo"
-        dist.init_process_group(backend=backend,
-                                timeout=datetime.timedelta(seconds=float(timeout)))
+        dist.init_process_group(backend=backend, timeout=wait)
     if dist.get_backend() == "nccl":
         device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
         torch.cuda.set_device(device)
