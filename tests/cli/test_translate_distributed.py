@@ -113,3 +113,20 @@ def test_distributed_outside_torchrun_is_refused(data, tmp_path, capsys, monkeyp
     assert main(_train_args(data, tmp_path / "run", "--distributed")) == 2
     assert "torchrun" in capsys.readouterr().err
     assert not (tmp_path / "run").exists()
+
+
+def test_a_resumed_distributed_run_with_dropout_continues_exactly(data, tmp_path):
+    dropout = ["--dropout", "0.1"]  # each process draws its own masks: both states are kept
+    whole, halves = tmp_path / "whole", tmp_path / "halves"
+    assert _torchrun(_train_args(data, whole, "--distributed", *dropout)).returncode == 0
+    assert _torchrun(_train_args(data, halves, "--distributed", *dropout, "--max-steps",
+                                 "3")).returncode == 0
+    done = _torchrun(["translate", "train", "--train", str(data / "train.tsv"), "--valid",
+                      str(data / "valid.tsv"), "--out", str(halves), "--resume", "--max-steps",
+                      "6", "--distributed", "--no-progress", "--device", "cpu"])
+    assert done.returncode == 0, done.stderr[-3000:]
+    a, b = _newest(whole), _newest(halves)
+    assert a["step"] == b["step"] == 6
+    torch.testing.assert_close(a["losses"], b["losses"], rtol=0, atol=0)
+    for name, value in a["model"].items():
+        torch.testing.assert_close(value, b["model"][name], rtol=0, atol=0, msg=name)
