@@ -46,6 +46,9 @@ import tempfile
 import time
 from pathlib import Path
 
+# Read before importing torch: importing torch._dynamo sets this variable to its default.
+CACHE_GIVEN = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+
 import torch
 from torch import nn
 from torch._dynamo.utils import counters
@@ -201,7 +204,7 @@ def main(argv=None) -> int:
                        else RESULTS / f"paper_batch_{device.type}.json")
 
     # Compile from scratch: an inductor cache left by an earlier run would shorten compile_s.
-    fresh = "TORCHINDUCTOR_CACHE_DIR" not in os.environ
+    fresh = CACHE_GIVEN is None
     cache = tempfile.mkdtemp(prefix="paper_batch_inductor_")
     if fresh:
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache
