@@ -25,7 +25,7 @@ peak at the same dtype on a CPU) and, for compiled runs, the compilation time ap
 step time.
 
     .venv/bin/python benchmarks/paper_batch.py --quick                   # check it runs
-    .venv/bin/python benchmarks/paper_batch.py --threads 2 --warmup 1 --steps 3
+    .venv/bin/python benchmarks/paper_batch.py --threads 2 --warmup 1 --steps 3   # 22 GiB
     .venv/bin/python benchmarks/paper_batch.py --device cuda --fp32
 
 Results: `benchmarks/results/paper_batch_{cpu,cuda}.json`, read by the Performance page.
