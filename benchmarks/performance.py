@@ -135,8 +135,8 @@ def timed(fn) -> float:
 # ------------------------------------------------------------------------------- measurements
 
 
-def matmul_peak(n: int, repeats: int = 10) -> dict:
-    a, b = torch.randn(n, n), torch.randn(n, n)
+def matmul_peak(n: int, repeats: int = 10, dtype: torch.dtype = torch.float32) -> dict:
+    a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
     for _ in range(3):
         torch.mm(a, b)
     best = min(timed(lambda: torch.mm(a, b)) for _ in range(repeats))
