@@ -86,3 +86,17 @@ def test_mixed_dtypes_take_the_reference_path():
     torch.testing.assert_close(out, _reference_layer_norm(x, a, b, 1e-6))
     out.sum().backward()
     assert x.grad.dtype == torch.bfloat16
+
+
+def test_cpu_dropout_branch_with_masks_that_block_something_or_nothing():
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 4, 5, 8) for _ in range(3))
+    drop = nn.Dropout(0.2).train()
+    padded = torch.ones(2, 1, 1, 5, dtype=torch.bool)
+    padded[1, ..., 3:] = False  # the second sequence has two padding positions
+    for mask in (padded, torch.ones(2, 1, 1, 5, dtype=torch.bool), torch.ones(5, 5).tril()):
+        torch.manual_seed(1)
+        fast = fast_attention(q, k, v, mask, drop)
+        torch.manual_seed(1)
+        reference = attention(q, k, v, mask, drop)[0]
+        torch.testing.assert_close(fast, reference)
