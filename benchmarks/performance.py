@@ -312,6 +312,7 @@ def main(argv=None) -> int:
                                                    res["config"]["rounds"], res["matmul_peak"]))
         res["fraction_of_peak"] = fraction_of_peak(res["training_step"], res["matmul_peak"])
         res["machine"]["load_average_rerun"] = [load, os.getloadavg()[0]]
+        res["machine"]["rerun"] = {"date": time.strftime("%Y-%m-%d"), "lengths": args.again}
         atomic_write(args.out, lambda f: f.write((json.dumps(res, indent=2) + "\n").encode()))
         print(f"updated {args.out}")
         return 0

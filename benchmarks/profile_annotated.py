@@ -8,6 +8,8 @@ CPU, and prints each operator's self time for both side by side.
 
     .venv/bin/python benchmarks/profile_annotated.py --threads 1 --lengths 64 256 1024
     .venv/bin/python benchmarks/profile_annotated.py --threads 1 --time --rounds 3
+    .venv/bin/python benchmarks/profile_annotated.py --threads 1 --time --rounds 7 \
+        --tokens 2048 --out benchmarks/results/annotated_recipe.json
 
 `--time` skips the profiler and times whole training steps of `annotated`, `torch-pre`, `paper`
 and `torch-post` in interleaved rounds, printing the medians' ratios and the load average.
@@ -16,7 +18,9 @@ and `torch-post` in interleaved rounds, printing the medians' ratios and the loa
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import platform
 import statistics
 import sys
 import time
@@ -24,6 +28,8 @@ from pathlib import Path
 
 import torch
 from torch.profiler import ProfilerActivity, profile
+
+from vanilla_transformer._io import atomic_write
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from performance import adam, build, make_batch, train_step
@@ -42,9 +48,19 @@ def self_times(impl: str, length: int, tokens: int) -> dict[str, tuple[float, in
     return {e.key: (e.self_cpu_time_total / 1e6, e.count) for e in prof.key_averages()}
 
 
-def step_ratios(lengths, tokens: int, rounds: int) -> None:
-    """Median step times of the two recipes and their `nn.Transformer` matches, in one run."""
+PAIRS = {"annotated / torch-pre": ("annotated", "torch-pre"),
+         "paper / torch-post": ("paper", "torch-post")}
+
+
+def step_ratios(lengths, tokens: int, rounds: int) -> dict:
+    """Median step times of the two recipes and their `nn.Transformer` matches, in one run.
+
+    Besides the ratio of medians, each pair's ratio is also taken round by round (the two
+    steps of a round ran back to back) and the median of those is reported: a slow spell of
+    the machine then touches both sides of a ratio.
+    """
     impls = ("annotated", "torch-pre", "paper", "torch-post")
+    results = {}
     for length in lengths:
         batch = make_batch(length, tokens)
         models = {i: build(i).train() for i in impls}
@@ -59,11 +75,20 @@ def step_ratios(lengths, tokens: int, rounds: int) -> None:
                 train_step(models[i], batch, opts[i])
                 times[i].append(time.perf_counter() - t0)
         med = {i: statistics.median(t) for i, t in times.items()}
+        paired = {name: statistics.median(x / y for x, y in zip(times[a], times[b]))
+                  for name, (a, b) in PAIRS.items()}
+        results[str(length)] = {
+            "batch": max(1, tokens // length), "times_s": times, "median_s": med,
+            "ratio_of_medians": {name: med[a] / med[b] for name, (a, b) in PAIRS.items()},
+            "median_paired_ratio": paired,
+            "loadavg_before_after": [load[0], os.getloadavg()[0]],
+        }
         print(f"length {length}, batch {max(1, tokens // length)}, load {load[0]:.2f} -> "
               f"{os.getloadavg()[0]:.2f}  "
               + "  ".join(f"{i} {med[i]:.3f}s" for i in impls)
-              + f"  annotated/torch-pre {med['annotated'] / med['torch-pre']:.3f}"
-              + f"  paper/torch-post {med['paper'] / med['torch-post']:.3f}", flush=True)
+              + "".join(f"  {name} {med[a] / med[b]:.3f} (paired {paired[name]:.3f})"
+                        for name, (a, b) in PAIRS.items()), flush=True)
+    return results
 
 
 def main() -> None:
@@ -74,10 +99,23 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=14)
     parser.add_argument("--time", action="store_true", help="time steps instead of profiling")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=None,
+                        help="with --time, also write the results as JSON (e.g. "
+                             "benchmarks/results/annotated_recipe.json)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     if args.time:
-        step_ratios(args.lengths, args.tokens, args.rounds)
+        results = step_ratios(args.lengths, args.tokens, args.rounds)
+        if args.out:
+            record = {"date": time.strftime("%Y-%m-%d"),
+                      "machine": {"platform": platform.platform(),
+                                  "threads": torch.get_num_threads(),
+                                  "torch": torch.__version__},
+                      "config": {"tokens_per_batch": args.tokens, "rounds": args.rounds},
+                      "lengths": results}
+            text = (json.dumps(record, indent=2) + "\n").encode()
+            atomic_write(args.out, lambda f: f.write(text))
+            print(f"wrote {args.out}")
         return
     for length in args.lengths:
         load = os.getloadavg()
