@@ -79,7 +79,7 @@
     var p = c.bytes, B = c.batch, S = c.len, T = c.len, d = c.d, dff = c.dff, a = c.h;
     var m = 1n; // dropout 0.1 > 0: residual and embedding dropout keep a mask
     var attnDrop = !c.paper, ffDrop = !c.paper; // the paper's arrangement sets both to 0
-    var norm = c.paper ? (d + 2n) * p : (3n * d + 2n) * p;
+    var norm = (d + 2n) * p;  // a LayerNorm keeps d + 2 numbers a row, either flavour
     var attnM = attnDrop ? 1n : 0n, attnKept = attnDrop ? p : 0n;
     var ffM = ffDrop ? 1n : 0n, ffKept = ffDrop ? p : 0n;
     function probs(q, k) { return B * a * q * k * (p + attnM + attnKept); }
