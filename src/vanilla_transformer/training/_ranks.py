@@ -15,6 +15,7 @@ import torch
 import torch.distributed as dist
 
 from .distributed import _check_timeout
+from .loop import _all_ranks_sum
 
 
 @dataclass
@@ -44,11 +45,7 @@ class Ranks:
 
     def total(self, value: float) -> float:
         """The sum of `value` over the ranks."""
-        if self.size == 1:
-            return value
-        values = torch.tensor([float(value)], dtype=torch.float64, device=self.device)
-        dist.all_reduce(values)
-        return float(values)
+        return value if self.size == 1 else _all_ranks_sum(value)
 
     def gather(self, value: Any) -> list[Any]:
         """Every rank's `value`, in rank order, on every rank."""

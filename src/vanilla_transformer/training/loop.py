@@ -90,6 +90,7 @@ def _data_parallel_ranks(model: nn.Module) -> int:
 
 
 def _all_ranks_sum(value: float) -> float:
+    """The sum of `value` over the ranks of the default process group (one `all_reduce`)."""
     total = torch.tensor([float(value)], dtype=torch.float64)
     if torch.distributed.get_backend() == "nccl":
         total = total.cuda()

@@ -970,38 +970,37 @@ def _train_locked(
     deadline = None if config.max_minutes is None else time.monotonic() + 60 * config.max_minutes
     start = time.perf_counter() - seconds
     stopped = ""
-    window = {"start": time.perf_counter(), "tokens": 0, "seen": 0, "losses": []}
-    cursor = {"epoch": epoch, "position": position}
+    # the log window: when it began, the tokens counted before it, its losses
+    window = {"start": time.perf_counter(), "tokens_before": 0, "losses": []}
 
     def batches() -> Iterator[Batch]:
         """This process's batches from the saved position on, `accum_iter` per step, until
         `max_steps` or a stop; the position moves on before a step's last batch is yielded, so
         a checkpoint written after the step records where the next one starts."""
+        nonlocal epoch, position
         done = step
         while done < config.max_steps and not stopped:
-            first, first_epoch = cursor["position"], cursor["epoch"]
+            first, first_epoch = position, epoch
             end = first + config.accum_iter * ranks.size
-            cursor["epoch"], cursor["position"] = first_epoch + end // n_batches, end % n_batches
+            epoch, position = first_epoch + end // n_batches, end % n_batches
             done += 1
             # process r takes every size-th batch of the step's, from the r-th on
             for i in range(first + ranks.rank, end, ranks.size):
                 yield batch_at(first_epoch + i // n_batches, i % n_batches).to(device)
 
     def after_step(state: TrainState, loss: float) -> None:
-        nonlocal step, epoch, position, seconds, stopped
-        step, epoch, position = step + 1, cursor["epoch"], cursor["position"]
+        nonlocal step, seconds, stopped
+        step += 1
         losses.append(loss)
         seconds = time.perf_counter() - start
-        window["tokens"], window["seen"] = (window["tokens"] + state.tokens - window["seen"],
-                                            state.tokens)
         window["losses"].append(loss)
         if step % settings["log_every"] == 0:
             now = time.perf_counter()
-            tokens = ranks.total(window["tokens"])
+            tokens = ranks.total(state.tokens - window["tokens_before"])
             metrics({"step": step, "loss": sum(window["losses"]) / len(window["losses"]),
                      "lr": optimizer.param_groups[0]["lr"],
                      "tokens_per_s": round(tokens / max(now - window["start"], 1e-9), 1)})
-            window.update(start=now, tokens=0, losses=[])
+            window.update(start=now, tokens_before=state.tokens, losses=[])
         if bar is not None:
             bar.update(1)
             bar.set_postfix(loss=f"{loss:.3f}", epoch=epoch, refresh=False)
