@@ -8,9 +8,9 @@ not needed, `MultiHeadedAttention` calls
 same function with PyTorch's fused kernel; `LayerNorm` calls
 [`fast_layer_norm`][vanilla_transformer.model.fast.fast_layer_norm], the same function in
 fewer passes over memory. `benchmarks/fast_paths.py` measures each branch. In
-our runs the fused kernel made a training step on an H100 12 to 23 % faster than the explicit
-computation; on 2 CPU cores the dropout branch beat PyTorch's fallback at length 1024 but not
-at 64 or 256. The [Performance][performance-guide] page has the figures.
+our runs a training step on an H100 took 12 to 23 % longer with the explicit computation
+than with the fused kernel; on 2 CPU cores the dropout branch beat PyTorch's fallback at
+length 1024 but not at 64 or 256. The [Performance][performance-guide] page has the figures.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def fast_attention(
 def _normalise(x: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """`(x - mean) / (std + eps)` with the unbiased std, its std and `1 / (std + eps)`.
 
-    The variance is the sum of squared deviations (two passes over `x`): on the CPU,
+    The variance is the sum of squared deviations over `n - 1` (two passes over `x`): on the CPU,
     `Tensor.std` over the last axis took over a hundred times as long as a sum over it in our
     runs.
     """
@@ -119,11 +119,10 @@ def fast_layer_norm(x: torch.Tensor, a: torch.Tensor, b: torch.Tensor, eps: floa
     The same function as [`LayerNorm`][vanilla_transformer.model.layers.LayerNorm]'s forward
     (unbiased std, `eps` added to the std), apart from float rounding: the std is taken as the
     square root of a sum of squared deviations, and the backward pass is one hand-written
-    function instead of the chain of a dozen elementwise operations autograd records. The
+    function instead of the seven operations autograd records for the formula. The
     reference runs instead while compiling, tracing or exporting to ONNX, where the graph
     should hold the plain operations, and when `x` and the parameters differ in dtype (under
-    autocast). One more difference: on a constant row the reference's gradient is NaN (the
-    derivative of the std at 0), this one's is finite.
+    autocast).
 
     Args:
         x: `(..., features)`.

@@ -592,7 +592,8 @@ def train_translation(
     run with `DistributedDataParallel` (NCCL on `cuda:LOCAL_RANK` with `device="cuda"`, gloo on
     the CPU). Each optimizer step takes `accum_iter * processes` consecutive batches, and every
     loss is divided by the target tokens of them all, so K processes compute the steps one
-    process computes with K times `accum_iter`. Process 0 owns the folder: it checks it,
+    process computes with K times `accum_iter`, apart from the dropout masks, which differ per
+    process. Process 0 owns the folder: it checks it,
     prepares the tokenizer and the ids, validates and writes; the others read what it prepared.
 
     Args:
