@@ -108,6 +108,34 @@ def test_one_rank_group_in_this_process(monkeypatch, capsys):
     assert os.environ["WORLD_SIZE"] == "1"
 
 
+def test_a_finished_group_meets_at_a_barrier_before_it_is_destroyed(monkeypatch):
+    # gloo's worker threads free the last collective's tensors after it returns; a process
+    # that shuts down before they have could abort, so the ranks leave together
+    import vanilla_transformer.training.distributed as distributed
+
+    calls = []
+    for name in ("barrier", "destroy_process_group"):
+        real = getattr(dist, name)
+        monkeypatch.setattr(distributed.dist, name,
+                            lambda *a, real=real, name=name, **k: (calls.append(name), real())[1])
+    for key, value in dict(RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1",
+                           MASTER_PORT=str(free_port())).items():
+        monkeypatch.setenv(key, value)
+    threads = torch.get_num_threads()
+    try:
+        train_distributed(CONFIG)
+        assert calls == ["barrier", "destroy_process_group"]
+        calls.clear()
+        monkeypatch.setattr(distributed, "run_epoch", lambda *a, **k: 1 / 0)
+        monkeypatch.setenv("MASTER_PORT", str(free_port()))
+        with pytest.raises(ZeroDivisionError):  # the other ranks may never reach a barrier
+            train_distributed(CONFIG)
+        assert calls == ["destroy_process_group"]
+    finally:
+        torch.set_num_threads(threads)
+    assert not dist.is_initialized()
+
+
 def test_the_process_group_gets_a_short_timeout(monkeypatch):
     import datetime
 

@@ -52,6 +52,20 @@ def _check_timeout(timeout: object) -> datetime.timedelta:
     return datetime.timedelta(seconds=seconds)
 
 
+def _leave_group(finished: bool) -> None:
+    """Destroy the default process group; after a barrier when every rank `finished` well.
+
+    A gloo worker thread frees a collective's tensors after the collective has returned, and
+    it needs the interpreter lock to do so. If the process is already shutting down by then,
+    the thread is stopped inside C++ and the process aborts (SIGABRT) after all its work is
+    done. The barrier lets the threads finish before the group goes; it is skipped after an
+    error, when the other ranks may never reach it.
+    """
+    if finished:
+        dist.barrier()
+    dist.destroy_process_group()
+
+
 def default_backend() -> str:
     """`"nccl"` when CUDA and NCCL are available, else `"gloo"` (which works on CPU).
 
@@ -205,6 +219,7 @@ def train_distributed(
                 "or use run_local"
             )
         dist.init_process_group(backend=backend or default_backend(), timeout=wait)
+    finished = False
     try:
         rank, world_size = dist.get_rank(), dist.get_world_size()
         used_backend = dist.get_backend()
@@ -246,10 +261,11 @@ def train_distributed(
         totals = torch.tensor(sums, dtype=torch.float64, device=device)  # (steps, 2)
         dist.all_reduce(totals)
         losses = (totals[:, 0] / totals[:, 1]).tolist()
+        finished = True
         return DistributedRun(model.eval(), losses, rank, world_size, used_backend, state)
     finally:
         if owns_group:
-            dist.destroy_process_group()
+            _leave_group(finished)
 
 
 def free_port() -> int:

@@ -51,6 +51,7 @@ from .checkpoints import (
     model_state,
     save_checkpoint,
 )
+from .distributed import _leave_group
 from .loop import TrainingDiverged, TrainState, run_epoch
 from .loss import SimpleLossCompute, label_smoothed_kl
 from .run_folder import (
@@ -681,22 +682,26 @@ def train_translation(
                   changes=changes, options=options, resume=resume, overwrite=overwrite,
                   new_data=new_data, fingerprint=fingerprint, should_stop=should_stop,
                   device=target, amp=amp, ranks=ranks)
+    finished = False
     try:
         if ranks.rank > 0:  # the others wait for process 0 to prepare the folder, then read it
             prepared = ranks.share(None)
             if prepared["error"]:
                 raise ValueError(prepared["error"])
-            return _train_locked(train_pairs, valid_pairs, path, **common, progress=False,
-                                 log=lambda line: None, restart_data=prepared["restart_data"])
-        try:
-            return _train_first(train_pairs, valid_pairs, path, common, progress, log)
-        except ValueError as error:
-            if ranks.size > 1 and not ranks.shared:
-                ranks.share({"error": str(error), "restart_data": False})
-            raise
+            run = _train_locked(train_pairs, valid_pairs, path, **common, progress=False,
+                                log=lambda line: None, restart_data=prepared["restart_data"])
+        else:
+            try:
+                run = _train_first(train_pairs, valid_pairs, path, common, progress, log)
+            except ValueError as error:
+                if ranks.size > 1 and not ranks.shared:
+                    ranks.share({"error": str(error), "restart_data": False})
+                raise
+        finished = True
+        return run
     finally:
         if owns_group:
-            torch.distributed.destroy_process_group()
+            _leave_group(finished)
 
 
 def _train_first(
