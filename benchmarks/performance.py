@@ -29,6 +29,7 @@ spell of the machine hits all of them alike; the results compare medians within 
     .venv/bin/python benchmarks/performance.py --threads 1      # about 30 minutes on 1 core
     .venv/bin/python benchmarks/performance.py --quick          # small sizes: check it runs
     .venv/bin/python benchmarks/performance.py --threads 1 --again 256 1024   # remeasure those
+    .venv/bin/python benchmarks/performance.py --threads 1 --again-memory     # and the memory
 
 Results: `benchmarks/results/performance.json`, read by the Performance page (never rerun by
 the build).
@@ -302,17 +303,27 @@ def main(argv=None) -> int:
     parser.add_argument("--again", type=int, nargs="+", metavar="LENGTH",
                         help="measure the training steps at these lengths again (on a quieter "
                              "machine) and replace them in the existing results file")
+    parser.add_argument("--again-memory", action="store_true",
+                        help="measure the peak memory again and replace it in the existing "
+                             "results file")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    if args.again:
+    if args.again or args.again_memory:
         res = json.loads(args.out.read_text())
         load = os.getloadavg()[0]
-        res["training_step"].update(training_steps(args.again, res["config"]["tokens_per_batch"],
-                                                   res["config"]["rounds"], res["matmul_peak"]))
-        res["fraction_of_peak"] = fraction_of_peak(res["training_step"], res["matmul_peak"])
-        res["machine"]["load_average_rerun"] = [load, os.getloadavg()[0]]
-        res["machine"]["rerun"] = {"date": time.strftime("%Y-%m-%d"), "lengths": args.again}
+        if args.again:
+            res["training_step"].update(training_steps(
+                args.again, res["config"]["tokens_per_batch"], res["config"]["rounds"],
+                res["matmul_peak"]))
+            res["fraction_of_peak"] = fraction_of_peak(res["training_step"], res["matmul_peak"])
+            res["machine"]["load_average_rerun"] = [load, os.getloadavg()[0]]
+            res["machine"]["rerun"] = {"date": time.strftime("%Y-%m-%d"), "lengths": args.again}
+        if args.again_memory:
+            lengths = [int(n) for n in res["training_step"]]
+            res.setdefault("peak_memory_first_run", res["peak_memory"])
+            res["peak_memory"] = peak_memory(max(lengths), res["config"]["tokens_per_batch"])
+            res["machine"]["memory_rerun"] = time.strftime("%Y-%m-%d")
         atomic_write(args.out, lambda f: f.write((json.dumps(res, indent=2) + "\n").encode()))
         print(f"updated {args.out}")
         return 0
