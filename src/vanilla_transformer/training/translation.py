@@ -736,6 +736,69 @@ def _train_first(
         raise
 
 
+def _resumed(
+    folder: Path,
+    *,
+    preset: str | None,
+    model_options: dict[str, Any],
+    config: TranslationConfig,
+    changes: dict[str, Any],
+    options: dict[str, Any],
+    fingerprint: dict[str, Any],
+    new_data: bool,
+) -> tuple[dict[str, Any], SharedTokenizer, ModelConfig, TranslationConfig, dict[str, Any],
+           str | None, bool]:
+    """What a resumed run continues with: `(state, tokenizer, model_config, config, options,
+    preset, data_changed)`, after refusing a flag that would change the saved model or data."""
+    saved = read_run_config(folder)
+    paths = checkpoint_paths(folder)
+    if not paths:
+        raise ValueError(f"cannot resume: {str(folder)!r} holds no training checkpoint yet "
+                         "(the run stopped before its first one); start it again with "
+                         "--overwrite")
+    if not (folder / TOKENIZER_FILE).is_file():
+        raise ValueError(f"cannot resume: {str(folder)!r} lacks {TOKENIZER_FILE}")
+    state = load_train_state(paths[-1])
+    tokenizer = SharedTokenizer.load(folder / TOKENIZER_FILE)
+    model_config = ModelConfig.from_dict(state["config"])
+    saved_preset = saved.get("preset")
+    if preset is not None and saved_preset is not None and preset != saved_preset:
+        raise ValueError(f"--preset {preset} differs from the run's {saved_preset}; a "
+                         "resumed run keeps its model (drop --preset, or start a new run "
+                         "with --overwrite)")
+    preset = saved_preset
+    for name, value in model_options.items():
+        if getattr(model_config, name) != value:
+            raise ValueError(f"{_flag(name)} {value} differs from the run's "
+                             f"{getattr(model_config, name)}; a resumed run keeps its "
+                             f"model (drop {_flag(name)}, or start a new run with "
+                             "--overwrite)")
+    training = TranslationConfig.from_dict(saved["training"]).to_dict()
+    if config is not None and config != TranslationConfig():
+        training.update(max_steps=config.max_steps, max_minutes=config.max_minutes)
+    if "vocab_size" in changes and changes["vocab_size"] != training["vocab_size"]:
+        raise ValueError(f"--vocab-size {changes['vocab_size']} differs from the run's "
+                         f"{training['vocab_size']}: the tokenizer is trained; drop "
+                         "--vocab-size, or start a new run with --overwrite")
+    training.update(changes)
+    training.setdefault("max_minutes", None)
+    if "max_minutes" not in changes and not (config and config.max_minutes):
+        training["max_minutes"] = None  # a time limit is for one call
+    config = TranslationConfig(**training)
+    options = {**RUN_OPTIONS, **(saved.get("options") or {}), **options}
+    saved_data = saved.get("data")
+    data_changed = isinstance(saved_data, dict) and (
+        (saved_data.get("size"), saved_data.get("sha256"))
+        != (fingerprint.get("size"), fingerprint.get("sha256")))
+    if data_changed and not new_data:
+        raise ValueError(
+            f"the training data differ from the run's (it trained on "
+            f"{saved_data.get('size')} bytes, sha256 {str(saved_data.get('sha256'))[:12]}; "
+            f"these are {fingerprint.get('size')} bytes, sha256 "
+            f"{str(fingerprint.get('sha256'))[:12]}); pass --new-data to continue on them")
+    return state, tokenizer, model_config, config, options, preset, data_changed
+
+
 def _train_locked(
     train_pairs: Sequence[tuple[str, str]] | Path,
     valid_pairs: Sequence[tuple[str, str]],
@@ -768,54 +831,9 @@ def _train_locked(
         paths = checkpoint_paths(folder)
         state = load_train_state(paths[-1]) if resume and paths else None
     elif resume:
-        saved = read_run_config(folder)
-        paths = checkpoint_paths(folder)
-        if not paths:
-            raise ValueError(f"cannot resume: {str(folder)!r} holds no training checkpoint yet "
-                             "(the run stopped before its first one); start it again with "
-                             "--overwrite")
-        if not (folder / TOKENIZER_FILE).is_file():
-            raise ValueError(f"cannot resume: {str(folder)!r} lacks {TOKENIZER_FILE}")
-        state = load_train_state(paths[-1])
-        tokenizer = SharedTokenizer.load(folder / TOKENIZER_FILE)
-        model_config = ModelConfig.from_dict(state["config"])
-        saved_preset = saved.get("preset")
-        if preset is not None and saved_preset is not None and preset != saved_preset:
-            raise ValueError(f"--preset {preset} differs from the run's {saved_preset}; a "
-                             "resumed run keeps its model (drop --preset, or start a new run "
-                             "with --overwrite)")
-        preset = saved_preset
-        for name, value in model_options.items():
-            if getattr(model_config, name) != value:
-                raise ValueError(f"{_flag(name)} {value} differs from the run's "
-                                 f"{getattr(model_config, name)}; a resumed run keeps its "
-                                 f"model (drop {_flag(name)}, or start a new run with "
-                                 "--overwrite)")
-        training = TranslationConfig.from_dict(saved["training"]).to_dict()
-        if config is not None and config != TranslationConfig():
-            training.update(max_steps=config.max_steps, max_minutes=config.max_minutes)
-        if "vocab_size" in changes and changes["vocab_size"] != training["vocab_size"]:
-            raise ValueError(f"--vocab-size {changes['vocab_size']} differs from the run's "
-                             f"{training['vocab_size']}: the tokenizer is trained; drop "
-                             "--vocab-size, or start a new run with --overwrite")
-        training.update(changes)
-        training.setdefault("max_minutes", None)
-        if "max_minutes" not in changes and not (config and config.max_minutes):
-            training["max_minutes"] = None  # a time limit is for one call
-        config = TranslationConfig(**training)
-        options = {**RUN_OPTIONS, **(saved.get("options") or {}), **options}
-        saved_data = saved.get("data")
-        if isinstance(saved_data, dict) and (
-            (saved_data.get("size"), saved_data.get("sha256"))
-            != (fingerprint.get("size"), fingerprint.get("sha256"))
-        ):
-            if not new_data:
-                raise ValueError(
-                    f"the training data differ from the run's (it trained on "
-                    f"{saved_data.get('size')} bytes, sha256 {str(saved_data.get('sha256'))[:12]}; "
-                    f"these are {fingerprint.get('size')} bytes, sha256 "
-                    f"{str(fingerprint.get('sha256'))[:12]}); pass --new-data to continue on them")
-            restart_data = True
+        state, tokenizer, model_config, config, options, preset, restart_data = _resumed(
+            folder, preset=preset, model_options=model_options, config=config,
+            changes=changes, options=options, fingerprint=fingerprint, new_data=new_data)
         log(f"resuming from step {state['step']} of {config.max_steps}")
     else:
         if overwrite:
@@ -1062,24 +1080,31 @@ def _train_locked(
         model.load_state_dict(final.state_dict())
         return TranslationRun(model.eval(), tokenizer, folder, step, losses, history, seconds,
                               list(meta.get("averaged", [])), stopped, skipped)
-    best_path = folder / CHECKPOINTS / BEST_FILE
-    if settings["keep_best"] and best_path.is_file():
-        best_model, meta = load_checkpoint(best_path)
-        model.load_state_dict(best_model.state_dict())
-        averaged = [int(meta["steps"])]
-    else:
-        kept_paths = checkpoint_paths(folder)[-config.average:]
-        load_model_state(model, average_checkpoints(kept_paths), "the averaged checkpoints")
-        averaged = [int(p.stem.split("-")[1]) for p in kept_paths]
-    problem = None
-    if not all(bool(torch.isfinite(p).all()) for p in model.parameters()):
-        problem = (f"the final model of step {step} holds non-finite weights; {MODEL_FILE} "
-                   "was not written")
-    else:
-        save_checkpoint(folder / MODEL_FILE, model, steps=step, averaged=averaged,
-                        tokenizer=tokenizer.tokenizer.to_str())
+    averaged, problem = _write_final_model(model, folder, tokenizer, step, config.average,
+                                           settings["keep_best"])
     ranks.share(problem)
     if problem:
         raise TrainingDiverged(problem)
     return TranslationRun(model.eval(), tokenizer, folder, step, losses, history, seconds,
                           averaged, stopped, skipped)
+
+
+def _write_final_model(model: nn.Module, folder: Path, tokenizer: SharedTokenizer, step: int,
+                       average: int, keep_best: bool) -> tuple[list[int], str | None]:
+    """Load the best checkpoint, or the average of the last `average`, into `model` and write
+    it as `model.pt`: `(the steps it comes from, None)`, or `(steps, why it was not written)`."""
+    best_path = folder / CHECKPOINTS / BEST_FILE
+    if keep_best and best_path.is_file():
+        best_model, meta = load_checkpoint(best_path)
+        model.load_state_dict(best_model.state_dict())
+        averaged = [int(meta["steps"])]
+    else:
+        kept_paths = checkpoint_paths(folder)[-average:]
+        load_model_state(model, average_checkpoints(kept_paths), "the averaged checkpoints")
+        averaged = [int(p.stem.split("-")[1]) for p in kept_paths]
+    if not all(bool(torch.isfinite(p).all()) for p in model.parameters()):
+        return averaged, (f"the final model of step {step} holds non-finite weights; "
+                          f"{MODEL_FILE} was not written")
+    save_checkpoint(folder / MODEL_FILE, model, steps=step, averaged=averaged,
+                    tokenizer=tokenizer.tokenizer.to_str())
+    return averaged, None
