@@ -130,3 +130,14 @@ def test_a_resumed_distributed_run_with_dropout_continues_exactly(data, tmp_path
     torch.testing.assert_close(a["losses"], b["losses"], rtol=0, atol=0)
     for name, value in a["model"].items():
         torch.testing.assert_close(value, b["model"][name], rtol=0, atol=0, msg=name)
+
+
+def test_a_refused_distributed_run_is_refused_once_and_changes_nothing(data, tmp_path):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine\n")
+    done = _torchrun(_train_args(data, out, "--distributed"))
+    assert done.returncode != 0
+    assert "exitcode: 2" in done.stderr and "SIGABRT" not in done.stderr
+    assert done.stderr.count("is not empty (it holds notes.txt)") == 1  # process 0 says it
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]

@@ -373,6 +373,7 @@ def _train(args: argparse.Namespace) -> int:
 
     from ..data.corpus import iter_tsv
     from ..data.numbers import read_tsv
+    from ..training._ranks import ProcessZeroError
     from ..training.loop import TrainingDiverged
     from ..training.run_folder import file_fingerprint
     from ..training.translation import train_translation
@@ -407,6 +408,8 @@ def _train(args: argparse.Namespace) -> int:
                 timeout=args.timeout)
         except TrainingDiverged as error:
             raise CommandFailed(str(error), 1) from None
+        except ProcessZeroError:  # process 0 refused the run and says why
+            return 2
     if follower:
         return 130 if run.stopped == "interrupted" else 0
     params = sum(p.numel() for p in run.model.parameters())

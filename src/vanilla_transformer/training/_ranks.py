@@ -18,6 +18,11 @@ from .distributed import _check_timeout
 from .loop import _all_ranks_sum
 
 
+class ProcessZeroError(ValueError):
+    """Process 0's refusal of a run, raised again on the other processes (where a command
+    line stays quiet: process 0 has said it)."""
+
+
 @dataclass
 class Ranks:
     """This process's place in a data-parallel run: `rank` of `size` (0 of 1 when alone)."""

@@ -52,16 +52,16 @@ def _check_timeout(timeout: object) -> datetime.timedelta:
     return datetime.timedelta(seconds=seconds)
 
 
-def _leave_group(finished: bool) -> None:
-    """Destroy the default process group; after a barrier when every rank `finished` well.
+def _leave_group(together: bool) -> None:
+    """Destroy the default process group; after a barrier when every rank leaves `together`.
 
     A gloo worker thread frees a collective's tensors after the collective has returned, and
     it needs the interpreter lock to do so. If the process is already shutting down by then,
     the thread is stopped inside C++ and the process aborts (SIGABRT) after all its work is
     done. The barrier lets the threads finish before the group goes; it is skipped after an
-    error, when the other ranks may never reach it.
+    error of one rank, which the other ranks may never meet at a barrier.
     """
-    if finished:
+    if together:
         dist.barrier()
     dist.destroy_process_group()
 

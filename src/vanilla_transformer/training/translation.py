@@ -43,7 +43,7 @@ from ..data.tokenizer import BOS, EOS, PAD, SharedTokenizer, train_tokenizer
 from ..inference.evaluate import score_translations, translate_sentences
 from ..model.config import PAPER_OPTIONS, PRESETS, ModelConfig
 from ..model.encoder_decoder import make_model_from_config
-from ._ranks import Ranks, join
+from ._ranks import ProcessZeroError, Ranks, join
 from .checkpoints import (
     check_weights_fit_config,
     load_checkpoint,
@@ -682,26 +682,28 @@ def train_translation(
                   changes=changes, options=options, resume=resume, overwrite=overwrite,
                   new_data=new_data, fingerprint=fingerprint, should_stop=should_stop,
                   device=target, amp=amp, ranks=ranks)
-    finished = False
+    together = False  # every process leaves from here: they can meet at a barrier
     try:
         if ranks.rank > 0:  # the others wait for process 0 to prepare the folder, then read it
             prepared = ranks.share(None)
             if prepared["error"]:
-                raise ValueError(prepared["error"])
+                together = True
+                raise ProcessZeroError(prepared["error"])
             run = _train_locked(train_pairs, valid_pairs, path, **common, progress=False,
                                 log=lambda line: None, restart_data=prepared["restart_data"])
         else:
             try:
                 run = _train_first(train_pairs, valid_pairs, path, common, progress, log)
             except ValueError as error:
-                if ranks.size > 1 and not ranks.shared:
+                if ranks.size > 1 and not ranks.shared:  # a refused run: the others stop too
                     ranks.share({"error": str(error), "restart_data": False})
+                    together = True
                 raise
-        finished = True
+        together = True
         return run
     finally:
         if owns_group:
-            _leave_group(finished)
+            _leave_group(together)
 
 
 def _train_first(
