@@ -219,7 +219,7 @@ def train_distributed(
                 "or use run_local"
             )
         dist.init_process_group(backend=backend or default_backend(), timeout=wait)
-    finished = False
+    together = False  # true once every rank is done: then they meet at a barrier
     try:
         rank, world_size = dist.get_rank(), dist.get_world_size()
         used_backend = dist.get_backend()
@@ -261,11 +261,11 @@ def train_distributed(
         totals = torch.tensor(sums, dtype=torch.float64, device=device)  # (steps, 2)
         dist.all_reduce(totals)
         losses = (totals[:, 0] / totals[:, 1]).tolist()
-        finished = True
+        together = True
         return DistributedRun(model.eval(), losses, rank, world_size, used_backend, state)
     finally:
         if owns_group:
-            _leave_group(finished)
+            _leave_group(together)
 
 
 def free_port() -> int:

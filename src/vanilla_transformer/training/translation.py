@@ -682,7 +682,7 @@ def train_translation(
                   changes=changes, options=options, resume=resume, overwrite=overwrite,
                   new_data=new_data, fingerprint=fingerprint, should_stop=should_stop,
                   device=target, amp=amp, ranks=ranks)
-    together = False  # every process leaves from here: they can meet at a barrier
+    together = False  # true where every process stops at once: then they meet at a barrier
     try:
         if ranks.rank > 0:  # the others wait for process 0 to prepare the folder, then read it
             prepared = ranks.share(None)
