@@ -38,8 +38,8 @@ ACTIONS = ("numbers", "train", "eval", "export")
 # TranslationConfig's defaults, repeated here so that --help needs no PyTorch (a test checks
 # that they agree)
 TRAINING_DEFAULTS: dict[str, Any] = dict(
-    vocab_size=250, max_tokens=1500, accum_iter=1, warmup=400, factor=1.0, smoothing=0.1, max_steps=1200,
-    max_minutes=None, save_every=100, average=5, eval_size=200, seed=0)
+    vocab_size=250, max_tokens=1500, accum_iter=1, warmup=400, factor=1.0, smoothing=0.1,
+    max_steps=1200, max_minutes=None, save_every=100, average=5, eval_size=200, seed=0)
 RUN_OPTIONS: dict[str, Any] = dict(log_every=10, keep_best=False, best_metric="exact",
                                    patience=None, tensorboard=False)
 TRAINING_HELP = dict(
@@ -148,9 +148,9 @@ def _add_train(parser: argparse.ArgumentParser) -> None:
                      help=f"model sizes: {', '.join(PRESET_NAMES)} (default {DEFAULT_PRESET}; "
                           "with --resume, the run's)")
     for name, kind in (("max_steps", int), ("max_minutes", float), ("vocab_size", int),
-                       ("max_tokens", int), ("accum_iter", int), ("warmup", int), ("factor", float),
-                       ("smoothing", float), ("save_every", int), ("average", int),
-                       ("eval_size", int), ("seed", int), ("log_every", int)):
+                       ("max_tokens", int), ("accum_iter", int), ("warmup", int),
+                       ("factor", float), ("smoothing", float), ("save_every", int),
+                       ("average", int), ("eval_size", int), ("seed", int), ("log_every", int)):
         default = {**TRAINING_DEFAULTS, **RUN_OPTIONS}[name]
         shown = "none" if default is None else default
         run.add_argument("--" + name.replace("_", "-"), type=kind, default=None,
@@ -394,8 +394,8 @@ def _train(args: argparse.Namespace) -> int:
     if follower:  # process 0 speaks for the job
         log, args.no_progress = (lambda line: None), True
     else:
-        print(f"training on {args.train}, validating on {len(valid_pairs)} pairs ({args.valid}); "
-          f"preset {args.preset or DEFAULT_PRESET}"
+        print(f"training on {args.train}, validating on {len(valid_pairs)} pairs "
+              f"({args.valid}); preset {args.preset or DEFAULT_PRESET}"
               if not args.resume else f"continuing {args.out} on {args.train}", flush=True)
     with _StopOnSignal(quiet=follower) as stop:
         try:

@@ -7,14 +7,13 @@ reads the same with or without `torchrun`.
 from __future__ import annotations
 
 import datetime
-import os
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 import torch.distributed as dist
 
-from .distributed import _check_timeout
+from .distributed import _check_timeout, _nccl_device, _start_group
 from .loop import _all_ranks_sum
 
 
@@ -77,19 +76,11 @@ def join(distributed: bool, timeout: float | datetime.timedelta,
     if not distributed:
         return Ranks(), False, device
     wait = _check_timeout(timeout)
-    owns = not dist.is_initialized()
-    if owns:
-        if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
-            raise ValueError(
-                "distributed training needs the environment torchrun sets (RANK, WORLD_SIZE, "
-                "MASTER_ADDR, MASTER_PORT): start it as 'torchrun --standalone "
-                "--nproc-per-node K -m vanilla_transformer translate train --distributed ...'")
-        backend = "nccl" if device.type == "cuda" else "gloo"
-        dist.init_process_group(backend=backend, timeout=wait)
-    if dist.get_backend() == "nccl":
-        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
-        torch.cuda.set_device(device)
-        collectives = device
-    else:
-        collectives = torch.device("cpu")
+    owns = _start_group("nccl" if device.type == "cuda" else "gloo", wait, ValueError(
+        "distributed training needs the environment torchrun sets (RANK, WORLD_SIZE, "
+        "MASTER_ADDR, MASTER_PORT): start it as 'torchrun --standalone --nproc-per-node K "
+        "-m vanilla_transformer translate train --distributed ...'"))
+    gpu = _nccl_device()
+    device = device if gpu is None else gpu
+    collectives = torch.device("cpu") if gpu is None else gpu
     return Ranks(dist.get_rank(), dist.get_world_size(), collectives), owns, device

@@ -52,6 +52,27 @@ def _check_timeout(timeout: object) -> datetime.timedelta:
     return datetime.timedelta(seconds=seconds)
 
 
+def _start_group(backend: str, timeout: datetime.timedelta, refusal: Exception) -> bool:
+    """Join the process group that `torchrun` describes in the environment, unless one is
+    joined already; whether this call started it. Raises `refusal` outside `torchrun` (no
+    `RANK` and `WORLD_SIZE` in the environment)."""
+    if dist.is_initialized():
+        return False
+    if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
+        raise refusal
+    dist.init_process_group(backend=backend, timeout=timeout)
+    return True
+
+
+def _nccl_device() -> torch.device | None:
+    """Under NCCL, this rank's GPU (`cuda:LOCAL_RANK`), made the current one; else `None`."""
+    if dist.get_backend() != "nccl":
+        return None
+    device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+    torch.cuda.set_device(device)
+    return device
+
+
 def _leave_group(together: bool) -> None:
     """Destroy the default process group; after a barrier when every rank leaves `together`.
 
@@ -210,24 +231,15 @@ def train_distributed(
     """
     config = CopyTaskConfig() if config is None else config
     wait = _check_timeout(timeout)
-    owns_group = not dist.is_initialized()
-    if owns_group:
-        if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
-            raise RuntimeError(
-                "RANK and WORLD_SIZE are not set: start this with torchrun "
-                "(torchrun --standalone --nproc_per_node=2 -m vanilla_transformer.cli.distributed) "
-                "or use run_local"
-            )
-        dist.init_process_group(backend=backend or default_backend(), timeout=wait)
+    owns_group = _start_group(backend or default_backend(), wait, RuntimeError(
+        "RANK and WORLD_SIZE are not set: start this with torchrun "
+        "(torchrun --standalone --nproc_per_node=2 -m vanilla_transformer.cli.distributed) "
+        "or use run_local"))
     together = False  # true once every rank is done: then they meet at a barrier
     try:
         rank, world_size = dist.get_rank(), dist.get_world_size()
         used_backend = dist.get_backend()
-        if used_backend == "nccl":
-            device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
-            torch.cuda.set_device(device)
-        else:
-            device = torch.device("cpu")
+        device = _nccl_device() or torch.device("cpu")
 
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(config.seed)  # the same initial weights on every rank

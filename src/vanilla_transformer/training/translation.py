@@ -1057,8 +1057,6 @@ def _train_locked(
                       accum_iter=config.accum_iter, progress=False, on_step=after_step,
                       autocast=amp_context(device, amp), scaler=scaler)
     except TrainingDiverged as error:
-        if board is not None:
-            board.close()
         last = checkpoint_paths(folder)
         kept_text = (f"; {folder / CHECKPOINTS} keeps step "
                      f"{int(last[-1].stem.split('-')[1])}" if last else "")
@@ -1069,8 +1067,8 @@ def _train_locked(
     finally:
         if bar is not None:
             bar.close()
-    if board is not None:
-        board.close()
+        if board is not None:
+            board.close()
     model.cpu()
     if ranks.share(not checkpoint_paths(folder)):
         checkpoint()
