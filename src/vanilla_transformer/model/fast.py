@@ -61,8 +61,9 @@ def fast_attention(
     if p > 0 and query.device.type == "cpu":
         scores = torch.matmul(query * (1.0 / math.sqrt(query.size(-1))), key.transpose(-2, -1))
         # a mask that blocks nothing (a batch without padding) is skipped: on the CPU, reading
-        # it costs no synchronisation, and filling nothing still costs passes over the scores
-        if mask is not None and not bool(mask.all()):
+        # it costs no synchronisation, and filling nothing still costs passes over the scores.
+        # A compiled graph cannot branch on a tensor's value, so it always fills.
+        if mask is not None and (torch.compiler.is_compiling() or not bool(mask.all())):
             scores.masked_fill_(~mask, mask_fill_value(scores.dtype))
         return torch.matmul(dropout(scores.softmax(dim=-1)), value)
     return F.scaled_dot_product_attention(query, key, value, attn_mask=mask, dropout_p=p)
