@@ -41,9 +41,11 @@ def fast_attention(
       and its fallback makes more passes over the scores, the explicit computation with the
       scale folded into the queries and the mask filled in place, unless it blocks nothing.
 
-    Apart from float rounding, the only difference from the reference is a query whose every
-    key is masked: the fused
-    kernel returns a zero vector there, the reference spreads the weight evenly.
+    Apart from float rounding, it differs from the reference in two ways: a query whose every
+    key is masked gets a zero vector from the fused kernel where the reference spreads the
+    weight evenly, and when it drops attention weights on a GPU the fused kernel draws its own
+    dropout masks, so the same seed drops different weights (the CPU branch draws the same
+    masks as the reference).
 
     Args:
         query: `(batch, h, query_len, d_k)`.
