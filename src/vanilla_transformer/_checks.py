@@ -141,6 +141,11 @@ def check_mask(
     """
     if not isinstance(mask, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor or None, got {type(mask).__name__}")
+    if mask.layout != torch.strided:
+        raise ValueError(
+            f"{name} must be a dense tensor of shape (batch or 1, {query_len} or 1, {key_len}), "
+            f"got a tensor with layout {mask.layout}: convert it with .to_dense()"
+        )
     shape = tuple(mask.shape)
     if mask.dim() == 4:
         if shape[1] != 1:

@@ -178,7 +178,8 @@ def beam_search(
     Raises:
         ValueError: if `max_len` or `beam_size` is not a positive int, `beam_size` is above
             `MAX_BEAM_SIZE` (1024), `length_penalty` is negative, or `src`, `src_mask` or a symbol is invalid (see
-            [`greedy_decode`][vanilla_transformer.inference.greedy.greedy_decode]).
+            [`greedy_decode`][vanilla_transformer.inference.greedy.greedy_decode]), or the
+            model's scores for a row are not finite (NaN weights, say).
         TypeError: for an argument of the wrong type.
 
     Examples:
@@ -242,16 +243,28 @@ def beam_search(
         penalty = ((5.0 + t) / 6.0) ** alpha
         # the best k extensions that did not end stay alive
         alive, pick = top.masked_fill(ends, -math.inf).topk(k, dim=1)
+        # what the bookkeeping below reads, copied to the host at once: the step's only sync
+        m = min(k, top.size(1))
+        broken = (~torch.isfinite(logp.amax(dim=-1))).view(batch, k).any(dim=1, keepdim=True)
+        host = torch.cat([top[:, :m].double(), ends[:, :m].double(), beam[:, :m].double(),
+                          token[:, :m].double(), alive[:, :1].double(), broken.double()],
+                         dim=1).tolist()
         for b in range(batch):
             if done[b]:
                 continue
-            for j in range(min(k, top.size(1))):
+            if host[b][-1]:
+                raise ValueError(
+                    f"the model's scores for batch row {b} are not finite (NaN or inf) at "
+                    f"step {t}: its weights or its inputs hold NaN or inf"
+                )
+            row_top, row_ends = host[b][:m], host[b][m : 2 * m]
+            row_beam, row_token = host[b][2 * m : 3 * m], host[b][3 * m : 4 * m]
+            for j in range(m):
                 # only the first k candidates may finish
-                if (last or ends[b, j]) and math.isfinite(top[b, j].item()):
-                    row = ys[b * k + beam[b, j]]
-                    tokens = torch.cat([row, token[b, j].view(1).to(row.dtype)])
-                    raw = top[b, j].item()
-                    finished[b].append(Hypothesis(tokens, raw / penalty, raw))
+                if (last or row_ends[j]) and math.isfinite(row_top[j]):
+                    row = ys[b * k + int(row_beam[j])]
+                    tokens = torch.cat([row, row.new_tensor([int(row_token[j])])])
+                    finished[b].append(Hypothesis(tokens, row_top[j] / penalty, row_top[j]))
             if last:
                 done[b] = True
             elif len(finished[b]) >= k:
@@ -259,7 +272,7 @@ def beam_search(
                 # score is its log-probability over the largest length penalty still reachable;
                 # stop when that cannot beat the k-th best finished hypothesis
                 kth = sorted((h.score for h in finished[b]), reverse=True)[k - 1]
-                done[b] = alive[b, 0].item() / best_penalty <= kth
+                done[b] = host[b][4 * m] / best_penalty <= kth
         if all(done):
             break
         alive[torch.tensor(done, device=device)] = -math.inf  # rows that are done keep -inf

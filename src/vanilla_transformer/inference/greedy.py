@@ -176,8 +176,9 @@ def greedy_decode(
 
     Raises:
         ValueError: if `max_len` is not positive or longer than the positional table allows, a
-            symbol is outside the target vocabulary, `src_mask` has the wrong shape, or `src`
-            is not `(batch, src_len)` or is empty.
+            symbol is outside the target vocabulary, `src_mask` has the wrong shape, `src`
+            is not `(batch, src_len)` or is empty, or the model's scores for a row are not
+            finite (NaN weights, say).
         TypeError: if `src` is not a `torch.long` (or `torch.int32`) tensor or a size or symbol
             is not an int.
 
@@ -197,17 +198,35 @@ def greedy_decode(
     done = torch.zeros(batch, dtype=torch.bool, device=device)
     fill = pad_symbol if pad_symbol is not None else end_symbol
     cache = model.decoder.init_cache() if use_cache else None
+    broken = torch.zeros(batch, dtype=torch.bool, device=device)  # rows whose scores were NaN/inf
     for _ in range(max_len - 1):
         if cache is None:
             tgt_mask = _target_mask(ys.size(1), device)
             out = model.decoder(model.tgt_embed(ys), memory, src_mask, tgt_mask)
         else:  # one new query, which may attend to every cached position: no target mask
             out = model.decoder(embed_last_position(model, ys), memory, src_mask, None, cache)
-        next_word = model.generator(out[:, -1]).argmax(dim=-1)  # (batch,)
+        logp = model.generator(out[:, -1])  # (batch, vocab)
+        broken |= ~torch.isfinite(logp.amax(dim=-1)) & ~done
+        next_word = logp.argmax(dim=-1)  # (batch,)
         if end_symbol is not None:
             next_word = next_word.masked_fill(done, fill)
             done = done | (next_word == end_symbol)
         ys = torch.cat([ys, next_word.unsqueeze(1).to(ys.dtype)], dim=1)
-        if end_symbol is not None and bool(done.all()):
-            break
+        if end_symbol is not None:
+            stop, bad = torch.stack([done.all(), broken.any()]).tolist()  # the step's one sync
+            if bad or stop:
+                break
+    _raise_if_broken(broken)
     return ys
+
+
+def _raise_if_broken(broken: torch.Tensor) -> None:
+    """Refuse the output of rows whose scores were not finite (a model with NaN weights)."""
+    if broken.device.type == "meta":  # a tensor without values: nothing to read
+        return
+    rows = broken.nonzero().flatten().tolist()
+    if rows:
+        raise ValueError(
+            f"the model's scores for batch row(s) {rows} are not finite (NaN or inf): its "
+            "weights or its inputs hold NaN or inf, so no output can be decoded"
+        )

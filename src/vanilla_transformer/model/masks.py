@@ -100,18 +100,20 @@ def as_keep_mask(
     break); the shape is always checked.
 
     Args:
-        mask: `None`, or a mask of shape `(batch or 1, query_len or 1, key_len)`.
+        mask: `None`, or a mask of shape `(batch or 1, query_len or 1, key_len)`, or the same
+            with a head axis of size 1 at position 1.
         batch: the batch size.
         query_len: the number of query positions.
         key_len: the number of key positions.
         name: what to call the mask in error messages.
 
     Returns:
-        `None` if `mask` is `None`, else a bool tensor of the same shape.
+        `None` if `mask` is `None`, else a bool tensor `(batch or 1, query_len or 1, key_len)`.
 
     Raises:
-        ValueError: if the shape cannot broadcast to `(batch, query_len, key_len)`, or a float
-            mask on the CPU holds a value other than 0 and 1.
+        ValueError: if the shape cannot broadcast to `(batch, query_len, key_len)`, the mask is
+            not a dense tensor (a sparse one), or a float mask on the CPU holds a value other
+            than 0 and 1.
         TypeError: if `mask` is not a tensor.
 
     Examples:
@@ -122,6 +124,8 @@ def as_keep_mask(
         return None
     check_mask(mask, batch, query_len, key_len, name)
     check_keep_mask_values(mask, name)
+    if mask.dim() == 4:  # (batch or 1, 1, query_len or 1, key_len): the head axis goes
+        mask = mask.squeeze(1)
     return mask if mask.dtype == torch.bool else mask != 0
 
 
