@@ -29,8 +29,8 @@
 # The ideas behind the classes each have their own lesson
 # ([attention](../../learn/attention/#worked-example), [heads](../../learn/heads/),
 # [positions](../../learn/positions/), [residual connections and
-# normalisation](../../learn/layers-and-masks/#residual-and-norm),
-# [masks](../../learn/layers-and-masks/#masks)); this page is about the code. The classes use
+# normalisation](../../learn/layers/#residual-and-norm),
+# [masks](../../learn/masks/)); this page is about the code. The classes use
 # `make_model`'s defaults, the Annotated Transformer's arrangement (pre-norm, untied
 # embeddings); the paper's own model is `make_model(V, V, **PRESETS["paper-base"])`.
 #
@@ -233,7 +233,7 @@ assert torch.allclose(out, weights @ v)
 #
 # The mask marks the positions a query **may attend to**: `masked_fill(mask == 0, -1e9)`
 # overwrites the scores where it is zero. This convention, and the padding and subsequent masks
-# built on it, are taught in [Masks](../../learn/layers-and-masks/#masks); PyTorch's own, partly
+# built on it, are taught in [Masks](../../learn/masks/); PyTorch's own, partly
 # opposite, conventions in [PyTorch's nn.Transformer and its masks](../pytorch-nn-transformer/).
 
 # %%
@@ -886,7 +886,7 @@ table(
 # $x + \mathrm{Dropout}(\mathrm{Sublayer}(\mathrm{LN}(x)))$. Normalising first ("pre-norm") is
 # the Annotated Transformer's arrangement; the paper normalises after the addition, which the
 # package offers as `norm_first=False` (the two compared in
-# [Residual connections and normalisation](../../learn/layers-and-masks/#residual-and-norm)).
+# [Residual connections and normalisation](../../learn/layers/#residual-and-norm)).
 
 # %%
 show_source(SublayerConnection.forward)

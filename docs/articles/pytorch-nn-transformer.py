@@ -28,7 +28,7 @@
 # ## <span id="mask-conventions"></span>What `True` means, API by API
 #
 # This page is the site's home of PyTorch's mask conventions (the package's own convention and
-# its masks are taught in [Masks](../../learn/layers-and-masks/#masks)). Boolean masks mean two
+# its masks are taught in [Masks](../../learn/masks/)). Boolean masks mean two
 # opposite things *inside PyTorch itself*:
 #
 # | API | boolean mask | shape | `True` means |

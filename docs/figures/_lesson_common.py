@@ -1,7 +1,7 @@
 """Shared by the figure scripts of the Learn the Transformer lessons (docs/figures/lesson_*.py).
 
 Loaded with `runpy` (figure scripts are run by path, not imported): the trained translator's
-folder, the batch of two pairs whose masks the Layers and masks lesson draws, and a mask drawn
+folder, the batch of two pairs whose masks the Masks lesson draws, and a mask drawn
 as a grid of allowed (1) and blocked (0) cells with tokens as ticks.
 """
 

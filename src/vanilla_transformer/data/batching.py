@@ -5,7 +5,7 @@ A [`Batch`][vanilla_transformer.data.batching.Batch] splits the target into the 
 
 Explained in the *Masks, batches and copy-task data* section of the
 [Source code exploration][transformer-source-code-exploration] page; the masks are taught in the
-lesson [Layers and masks][masks].
+lesson [Masks][masks-lesson].
 """
 
 from __future__ import annotations

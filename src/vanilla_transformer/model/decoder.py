@@ -2,7 +2,7 @@
 encoder output and a feed-forward network (paper section 3.1, Figure 1 right).
 
 Decoder input and output `(batch, tgt_len, d_model)`; `memory`, the encoder output,
-`(batch, src_len, d_model)`. Taught in the lesson [Layers and masks][residual-and-norm].
+`(batch, src_len, d_model)`. Taught in the lesson [Layers][encoder-decoder-layers].
 """
 
 from __future__ import annotations

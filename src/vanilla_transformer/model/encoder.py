@@ -2,7 +2,7 @@
 network, each wrapped in a residual connection and LayerNorm (paper section 3.1, Figure 1 left).
 
 Input and output `(batch, src_len, d_model)`; source mask `(batch or 1, 1 or src_len, src_len)`.
-Taught in the lesson [Layers and masks][residual-and-norm].
+Taught in the lesson [Layers][encoder-decoder-layers].
 """
 
 from __future__ import annotations

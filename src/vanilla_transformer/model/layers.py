@@ -7,7 +7,7 @@ $$
 \mathrm{FFN}(x) = \max(0, xW_1 + b_1)W_2 + b_2
 $$
 
-Taught in the lesson [Layers and masks][residual-and-norm]; the two LayerNorm flavours are
+Taught in the lesson [Layers][residual-and-norm]; the two LayerNorm flavours are
 compared in the *Layer normalisation* section of
 [The Vanilla Transformer explained][layers-guide].
 """

@@ -14,7 +14,7 @@ between those and keep-masks.
 - source mask: `(batch, 1, src_len)`, hiding padding from every query;
 - target mask: `(batch or 1, tgt_len, tgt_len)`, padding and "no peeking ahead" combined.
 
-Taught in the lesson [Layers and masks][masks].
+Taught in the lesson [Masks][masks-lesson].
 """
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 paper's post-norm arrangement and in the pre-norm arrangement (freshly initialised, eval mode,
 one batch of random tokens): the standard deviation of the encoder's activations after the
 embedding and after each layer, before the pre-norm stack's final LayerNorm.
+Explained on docs/learn/layers.md.
 """
 
 from __future__ import annotations
@@ -33,10 +34,11 @@ def stream_scale(preset: str) -> list[float]:
 
 
 def draw() -> plt.Figure:
-    fig, ax = plt.subplots(figsize=(6, 3.4), layout="constrained")
-    for preset, label, style in (("base", "pre-norm: x + Sublayer(LayerNorm(x))", "o-"),
-                                 ("paper-base", "post-norm: LayerNorm(x + Sublayer(x))", "s--")):
-        ax.plot(range(7), stream_scale(preset), style, label=label)
+    fig, ax = plt.subplots(figsize=(4.6, 3.3), layout="constrained")
+    for preset, label, style, colour in (("base", "pre-norm", "o-", "#c8553d"),
+                                         ("paper-base", "post-norm (the paper)", "s--",
+                                          "#3060a8")):
+        ax.plot(range(7), stream_scale(preset), style, label=label, color=colour)
     ax.set_xticks(range(7), ["embed", "1", "2", "3", "4", "5", "6"])
     ax.set_xlabel("encoder layer (output)", fontsize=11)
     ax.set_ylabel("std of the activations", fontsize=11)
