@@ -2,7 +2,8 @@
 
 The model is the trained English-to-German number translator shipped in docs/assets/translator/.
 It translates "four hundred and forty-one"; each panel is one head's attention weights from the
-token being predicted (rows) to the source tokens (columns). Explained on docs/learn/heads.md.
+token being predicted (rows) to the source tokens (columns), heads numbered from 1.
+Explained on docs/learn/heads.md.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def draw():
             grid[:, j * (cols + 1): j * (cols + 1) + cols] = weights[i]
             ticks += [j * (cols + 1) + c for c in range(cols)]
             labels += source
-            ax.text(j * (cols + 1) + (cols - 1) / 2, -0.7, f"head {i}", ha="center",
+            ax.text(j * (cols + 1) + (cols - 1) / 2, -0.7, f"head {i + 1}", ha="center",
                     fontsize=11)
             for r in range(rows):
                 for c in range(cols):
