@@ -781,7 +781,7 @@ def test_sidebar_order_is_home_s_start_here_order(site, origin, tab):
 
 def test_search_previews_are_plain_text(site):
     """The search index (what the search shows as previews) holds no permalink sign, no
-    notebook prompt, no copy notice and no TeX outside code (docs/hooks/site.py cleans it)."""
+    notebook prompt, no copy notice and no TeX outside code (docs/hooks/search_text.py cleans it)."""
     import json
 
     docs = json.loads((site / "search" / "search_index.json").read_text(encoding="utf-8"))["docs"]

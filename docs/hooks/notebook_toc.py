@@ -1,0 +1,70 @@
+"""Build hook: a notebook page's table of contents matches its headings.
+
+mkdocs-jupyter builds a notebook page's table of contents from a Markdown copy of the notebook
+without its inline code, so a heading such as "`clones`: N copies" gets a contents link that
+matches no id on the page. The hook rebuilds that table from the headings of the rendered page,
+and records the page's ids, so that the strict build checks links to its anchors too.
+"""
+
+from __future__ import annotations
+
+import re
+from html import escape as html_escape
+from html.parser import HTMLParser
+
+from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.structure.toc import get_toc
+
+
+class _Headings(HTMLParser):
+    """The ids of a page, and its headings as table-of-contents tokens."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.ids: set[str] = set()
+        self.headings: list[dict] = []
+        self._heading: dict | None = None
+        self._skip = 0  # depth inside a heading's permalink
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if attrs.get("id"):
+            self.ids.add(attrs["id"])
+        if re.fullmatch(r"h[1-6]", tag) and attrs.get("id"):
+            self._heading = {"level": int(tag[1]), "id": attrs["id"], "text": []}
+        elif self._heading is not None and (self._skip or "anchor-link" in (attrs.get("class") or "")):
+            self._skip += 1
+
+    def handle_endtag(self, tag):
+        if self._heading is None:
+            return
+        if self._skip:
+            self._skip -= 1
+        elif re.fullmatch(r"h[1-6]", tag):
+            name = " ".join("".join(self._heading.pop("text")).split())
+            self.headings.append({**self._heading, "name": html_escape(name, quote=False), "children": []})
+            self._heading = None
+
+    def handle_data(self, data):
+        if self._heading is not None and not self._skip:
+            self._heading["text"].append(data)
+
+
+def _nest(headings: list[dict]) -> list[dict]:
+    roots: list[dict] = []
+    stack: list[dict] = []
+    for heading in headings:
+        while stack and stack[-1]["level"] >= heading["level"]:
+            stack.pop()
+        (stack[-1]["children"] if stack else roots).append(heading)
+        stack.append(heading)
+    return roots
+
+
+def on_page_content(html: str, page, config: MkDocsConfig, files) -> str:
+    if "jupyter-wrapper" in html:
+        parser = _Headings()
+        parser.feed(html)
+        page.toc = get_toc(_nest(parser.headings))
+        page.present_anchor_ids = parser.ids
+    return html
