@@ -15,6 +15,13 @@
 # %% [markdown]
 # # Annotated walkthrough
 #
+# > **Who this page is for.** A reader who knows what the Transformer computes and wants to
+# > read its code, class by class. If you read the Learn path, you know the ideas from
+# > [attention](../../learn/attention/), [several heads](../../learn/heads/),
+# > [positions](../../learn/positions/) and the layers and masks lessons listed on
+# > [the Learn page](../../learn/): skip to [`clones`](#clones-n-independent-copies) and read
+# > the code.
+#
 # This page gives you a reading knowledge of the Transformer's code: every class, in the order the
 # model is assembled, with the code printed from the installed package and a cell that shows what
 # it does to a real tensor. After it you can open any file of `vanilla_transformer.model` and say

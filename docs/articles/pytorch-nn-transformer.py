@@ -15,6 +15,13 @@
 # %% [markdown]
 # # <span id="interop-guide"></span>PyTorch's nn.Transformer and its masks
 #
+# > **Who this page is for.** A reader who builds models from PyTorch's own Transformer
+# > modules, or moves weights between them and this package. If you read the Learn path, the
+# > package's masks are taught in the masks lesson (listed on [the Learn page](../../learn/))
+# > and heads in [several heads](../../learn/heads/): start at
+# > [What `True` means, API by API](#mask-conventions), where PyTorch's conventions differ
+# > from the package's.
+#
 # This page teaches you to use PyTorch's own Transformer modules (`nn.MultiheadAttention`, the
 # encoder and decoder layers and stacks, and `nn.Transformer`) without getting a mask wrong:
 # which mask goes where, its shape, and what `True` means in each API. You also learn to move
@@ -134,7 +141,7 @@ with plt.rc_context(HEATMAP):
     plt.show()
 
 # %% [markdown]
-# ## 1.1 `nn.MultiheadAttention`
+# ## `nn.MultiheadAttention`
 #
 # ### a. Core usage
 #
@@ -420,7 +427,7 @@ print("package reference weights of row 0:", ours_demo.attn[0, :, 0])
 # - The package's fast path (`scaled_dot_product_attention` too) does the same: zero attention,
 #   output = bias of `linears[3]`.
 # - The package's reference path fills masked scores with `-1e9` instead of `-inf`. A fully masked
-#   row then has equal scores everywhere, and attends **uniformly** to all four keys (weights 0.25).
+#   row then has equal scores everywhere, and attends **uniformly** to all four keys (a quarter of the weight each).
 #
 # The rows that are not fully masked agree in all four. The cell below checks each claim.
 
@@ -458,7 +465,7 @@ assert torch.equal(keep_to_key_padding_mask(package_keep), by_hand)
 assert torch.equal(by_hand, ids == 0)
 
 # %% [markdown]
-# ## 1.2 `nn.TransformerEncoderLayer`
+# ## `nn.TransformerEncoderLayer`
 #
 # An encoder layer is self-attention followed by the feed-forward network, each wrapped in a
 # residual connection with LayerNorm and dropout. The code the notebook quotes is an older
@@ -510,7 +517,7 @@ assert torch.allclose(ours_layer(src, src_keep), out, atol=1e-5)
 print(out)
 
 # %% [markdown]
-# ## 1.3 `nn.TransformerEncoder`
+# ## `nn.TransformerEncoder`
 #
 # `nn.TransformerEncoder(encoder_layer, num_layers, norm=None)` deep-copies the layer `num_layers`
 # times and runs the copies in turn, then applies `norm` if one is given. The copies start with
@@ -572,7 +579,7 @@ assert torch.allclose(fast[~kpm2], slow[~kpm2], atol=1e-5)  # real positions agr
 assert torch.allclose(ours_out, slow, atol=1e-5)  # and the package matches everywhere
 
 # %% [markdown]
-# ## 1.4 `nn.TransformerDecoderLayer`
+# ## `nn.TransformerDecoderLayer`
 #
 # A decoder layer has three sublayers: masked self-attention (`self_attn`, masks `tgt_mask` and
 # `tgt_key_padding_mask`), attention over the encoder output (`multihead_attn`, masks
@@ -680,7 +687,7 @@ print(out)
 # padding masks in this section are given as floats like the `0 / -inf` masks they go with. The
 # conversion functions accept both forms.
 #
-# ## 1.5 `nn.TransformerDecoder`
+# ## `nn.TransformerDecoder`
 #
 # Like the encoder: deep copies of the layer run in turn, each attending to the same `memory`,
 # and an optional final `norm`.
@@ -699,7 +706,7 @@ assert torch.allclose(ours_decoder(tgt, memory, cross_keep, tgt_keep), out, atol
 print(out.shape)
 
 # %% [markdown]
-# ## 1.6 `nn.Transformer`
+# ## `nn.Transformer`
 #
 # `nn.Transformer` builds an encoder and a decoder from these layers. The notebook quotes its
 # docstring with sequence-first shapes `(S, N, E)`: that is the default, `batch_first=False`. All of
@@ -1214,7 +1221,8 @@ print(f"{batches} batches; len(list(loader)) made pass number {Streamed.passes}"
 # ### Training the package model
 #
 # Three hundred steps of Adam on fresh batches teach the small model to reverse most of its
-# inputs (more steps would make it better). Then `greedy_decode` translates 200 new sentences.
+# inputs (more steps would make it better). Then `greedy_decode` translates a fresh batch,
+# `reverse_pairs(200)`.
 
 # %%
 torch.manual_seed(0)
@@ -1312,11 +1320,11 @@ assert torch.equal(keep_to_attn_mask(causal[0]), ~causal[0])
 # | the notebook | in fact | checked in |
 # | --- | --- | --- |
 # | multiplies the weights by the input, `attn_output_weights.bmm(x)`, and wonders how that relates to the output | the weights multiply the values ($W^V$-projected, split into heads); `out_proj` follows | [core usage](#a-core-usage) |
-# | prints layer outputs in training mode with `dropout=0.1` | those numbers change from run to run; `dropout=0.0` or `.eval()` makes them comparable | [`nn.TransformerEncoderLayer`](#12-nntransformerencoderlayer) |
+# | prints layer outputs in training mode with `dropout=0.1` | those numbers change from run to run; `dropout=0.0` or `.eval()` makes them comparable | [`nn.TransformerEncoderLayer`](#nntransformerencoderlayer) |
 # | passes `generate_subsequent_mask(6, 4)` as `memory_mask`, as if "no peeking ahead" carried over to the source | the `(tgt_sz, src_sz)` result lets target position `t` see source positions `0..t`, a meaningless alignment in translation; `memory_mask` stays `None` | [`memory_mask`](#b-memory_mask-and-memory_key_padding_mask) |
 # | says `memory_mask` "is always set to None in practice" | it is a choice of the model, not a rule of PyTorch: `nn.Transformer` applies any `(tgt_len, src_len)` mask it is given | [`memory_mask`](#b-memory_mask-and-memory_key_padding_mask) |
 # | quotes `nn.Transformer`'s old docstring: masks are "additive", padding masks "ByteTensor" | bool masks are accepted everywhere (`True` = blocked); float masks are added | [three APIs](#three-apis-one-causal-mask) |
-# | calls `nn.Transformer(d_model=5, nhead=1, num_encoder_layers=1)` a one-layer model | the decoder keeps 6 layers and `dim_feedforward` 2048 | [`nn.Transformer`](#16-nntransformer) |
+# | calls `nn.Transformer(d_model=5, nhead=1, num_encoder_layers=1)` a one-layer model | the decoder keeps 6 layers and `dim_feedforward` 2048 | [`nn.Transformer`](#nntransformer) |
 # | copies the sequence-first tutorial's `pos_embedding[:x.size(0)]` | in batch-first code it silently adds position `n`'s encoding to batch item `n`; slice `x.size(1)` | [the appendix](#appendix-a-translation-model-its-masks-and-a-training-step) |
 # | mixes a float `0 / -inf` `tgt_mask` with bool padding masks | current PyTorch warns; a bool causal mask means the same | [`create_mask`](#create_mask) |
 # | decodes without padding masks in `encode` and `decode` | harmless for one sentence, wrong on a padded batch | [the same model in the package](#the-same-model-in-the-package) |

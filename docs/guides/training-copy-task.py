@@ -38,9 +38,10 @@
 # vanilla-transformer copy-task
 # ```
 #
-# In `benchmarks/results/copy_task.json`, five runs of that command with seeds 0 to 4 on a
-# two-core CPU each copied all 100 held-out sequences, in 13 to 16 s of training (16 to 19 s
-# with Python's start-up):
+# In `benchmarks/results/copy_task.json`, {{ n.training_copy_task.runs }} runs of that command with seeds 0 to
+# {{ n.training_copy_task.seed_last }} on a two-core CPU each copied all {{ n.training_copy_task.eval_size }} held-out sequences, in
+# {{ n.training_copy_task.train_low }} to {{ n.training_copy_task.train_high }} s of training ({{ n.training_copy_task.wall_low }} to {{ n.training_copy_task.wall_high }} s with Python's
+# start-up):
 
 # The code lives in [`training`](../../api/training/schedule/),
 # [`copy_task`](../../api/training/copy_task/), [`beam_search`](../../api/inference/beam/)
@@ -124,14 +125,16 @@ assert seen == [rate(s, 512, 1.0, 4000) for s in range(3)]
 print([f"{lr:.3e}" for lr in seen])
 
 # %% [markdown]
-# The loss is label smoothing with $\epsilon_{ls} = 0.1$, the paper's value (section 5.4):
-# the target asks for $1 - \epsilon$ on the correct token and spreads $\epsilon$ over the
-# others. How it spreads it is the Annotated Transformer's choice, which
+# The loss is label smoothing. Section 5.4 of the paper gives only its value,
+# $\epsilon_{ls} = 0.1$, and cites Szegedy et al., whose smoothed target puts
+# $\epsilon / K$ on every one of $K$ classes, the correct one included: the correct class gets
+# $1 - \epsilon + \epsilon / K$. The Annotated Transformer chose another spread, and
 # [`LabelSmoothing`](../../api/training/loss/#vanilla_transformer.training.loss.LabelSmoothing)
-# follows: padding gets nothing, and each of the `size - 2` other tokens gets
-# $\epsilon / (V - 2)$. It keeps the target of its last call in `true_dist`: here five rows over
-# a vocabulary of five tokens, padding id 0, $\epsilon = 0.4$ to make the spread easy to see.
-# The correct tokens are 2, 1, 0, 3 and 3; the third row's target *is* padding.
+# follows it: $1 - \epsilon$ on the correct token, nothing on padding, and
+# $\epsilon / (V - 2)$ on each of the `size - 2` other tokens. It keeps the target of its last
+# call in `true_dist`: here five rows over a vocabulary of five tokens, padding id 0,
+# $\epsilon = 0.4$ to make the spread easy to see. The correct tokens are 2, 1, 0, 3 and 3; the
+# third row's target *is* padding.
 
 # %%
 crit = LabelSmoothing(size=5, padding_idx=0, smoothing=0.4)
@@ -144,6 +147,29 @@ assert torch.allclose(crit.true_dist.sum(-1), torch.tensor([1.0, 1.0, 0.0, 1.0, 
 # Each real row sums to 1: $1 - 0.4 = 0.6$ on the correct token and $0.4 / 3$ on each of the
 # `size - 2 = 3` tokens that are neither correct nor padding. The padding row is all zero and
 # adds nothing to the loss.
+#
+# With the paper's $\epsilon$ and the copy task's eleven tokens, the two spreads differ on
+# every class. PyTorch's `F.cross_entropy(..., label_smoothing=0.1)` uses Szegedy's target, so
+# it gives the correct token $\epsilon / K$ more than `LabelSmoothing` does, and padding some
+# weight too:
+
+# %%
+V, eps = CopyTaskConfig().vocab, CopyTaskConfig().smoothing  # 11 tokens, the paper's 0.1
+assert (V, eps) == (11, 0.1)
+target = torch.tensor([3])
+package = LabelSmoothing(size=V, padding_idx=0, smoothing=eps)
+package(torch.zeros(1, V).log_softmax(-1), target)
+szegedy = torch.full((1, V), eps / V).scatter(1, target.unsqueeze(1), 1 - eps + eps / V)
+print(f"correct token: package {package.true_dist[0, 3]:.4f}, Szegedy {szegedy[0, 3]:.4f}")
+print(f"padding:       package {package.true_dist[0, 0]:.4f}, Szegedy {szegedy[0, 0]:.4f}")
+assert torch.isclose(package.true_dist[0, 3], torch.tensor(1 - eps))
+# PyTorch's smoothed cross-entropy is the cross-entropy with Szegedy's target
+logits = torch.randn(1, V)
+expected = -(szegedy * logits.log_softmax(-1)).sum()
+got = torch.nn.functional.cross_entropy(logits, target, label_smoothing=eps)
+assert torch.isclose(got, expected)
+
+# %% [markdown]
 #
 # > **Correction.** The Annotated Transformer sums its label-smoothing loss with
 # > `nn.KLDivLoss`. In current PyTorch that returns NaN as soon as the model's log-probability is
@@ -217,8 +243,9 @@ assert gap < 1e-5
 # [`ModelConfig`](../../api/model/config/#vanilla_transformer.model.config.ModelConfig), the same
 # one every model of the package is built from, with both vocabularies set to the task's.
 #
-# The defaults were chosen for a 2-core CPU: one layer per stack, 400 steps of 64 sequences
-# (the benchmark above timed them), no dropout, and the paper's label smoothing of 0.1. Every
+# The defaults were chosen for a 2-core CPU: one layer per stack, {{ n.training_copy_task.steps }} steps of
+# {{ n.training_copy_task.batch_size }} sequences (the benchmark above timed them), no dropout, and the paper's label
+# smoothing of {{ n.training_copy_task.smoothing }}. Every
 # batch is freshly drawn, so the model never sees the same data twice; the held-out sequences
 # below measure what it learned.
 
@@ -245,7 +272,7 @@ plt.show()
 # ## Greedy decoding of held-out sequences
 #
 # The test is **exact match**: greedy decoding must reproduce a whole sequence, token for token.
-# The 100 held-out sequences come from
+# The held-out sequences come from
 # [`heldout_sequences`](../../api/data/copy_task/#vanilla_transformer.data.copy_task.heldout_sequences), drawn with a different
 # seed from the training data.
 #
@@ -350,7 +377,7 @@ print(
 # projections cost like $n^2$ and self-attention, each of `t` positions reading up to `t` keys,
 # like $n^3$; the cache feeds one position per step. With ten tokens and a model this small both
 # take milliseconds; the [Performance](../performance/#decoding) page measures the gap on the
-# paper's base model for up to 256 generated tokens (`benchmarks/performance.py`).
+# paper's base model for up to {{ n.performance.dec_last }} generated tokens (`benchmarks/performance.py`).
 #
 # ## Beam search
 #

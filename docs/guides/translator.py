@@ -32,8 +32,9 @@
 # Every cell ran when this site was built, on a CPU. To keep the build short, the model here
 # trains for a third of the default number of steps (the exact numbers are printed below), so
 # it still gets some numbers wrong. The command line trains the full configuration; in
-# `benchmarks/results/translate_numbers.json`, five such runs on one CPU thread trained in 108
-# to 159 s and got 99.8 to 100 % of 1000 unseen numbers exactly right (checked
+# `benchmarks/results/translate_numbers.json`, {{ n.translator.runs }} such runs on one CPU thread trained in
+# {{ n.translator.train_s_low }} to {{ n.translator.train_s_high }} s and got {{ n.translator.exact_low:.1f }} to {{ n.translator.exact_high:.1f }} % of
+# {{ n.translator.test_size }} unseen numbers exactly right (checked
 # [below](#beam-search-against-greedy-decoding)):
 #
 # ```console
@@ -108,7 +109,7 @@ assert torch.initial_seed() == SEED
 # [`number_corpus`](../../api/data/numbers/#vanilla_transformer.data.numbers.number_corpus)
 # draws numbers below one million, splits them into a training, a validation and a test set
 # with a seeded permutation, and spells each one in English and in German. Every number below
-# 1000 goes to the training set: these are the building blocks of all the others, and drawn at
+# {{ n.translator.always_first }} goes to the training set: these are the building blocks of all the others, and drawn at
 # random they would be one in a thousand.
 
 # %%
@@ -123,7 +124,7 @@ Markdown("\n".join(["| set | English | German |", "| --- | --- | --- |"]
 # %% [markdown]
 # German is a good test of attention because its word order is not the English one. A number
 # below a million is a single word, and inside each group of three digits the units come
-# *before* the tens, joined by "und": 421 is "vier-hundert-ein-und-zwanzig", four hundred,
+# *before* the tens, joined by "und": `421` is "vier-hundert-ein-und-zwanzig", four hundred,
 # one and twenty. To write it, the decoder must look at the English "one" before it looks at
 # "twenty": the alignment crosses.
 
@@ -217,7 +218,7 @@ print(f"{len(batches)} batches; first {shapes[0]}, last {shapes[-1]} "
 assert all(rows * length <= config.max_tokens for rows, length in shapes[:-1])
 
 # %% [markdown]
-# The full command-line run trains for 1200 steps; this page stops at the number printed
+# The full command-line run trains for {{ n.translator.max_steps }} steps; this page stops at the number printed
 # below, with a shorter warm-up to match. Training takes most of this page's build time.
 
 # %%
@@ -312,8 +313,8 @@ Markdown(f"{len(english)} unseen numbers, decoded 4 ways in {seconds:.0f} s\n\n"
 # ## Beam search against greedy decoding
 #
 # Beam search keeps the four most probable prefixes at each step instead of one. On this task
-# that did not help. `benchmarks/results/translate_numbers.json` holds five full runs of the
-# command line (seeds 0 to 4, 1000 unseen numbers each): beam 4 got fewer numbers exactly right
+# that did not help. `benchmarks/results/translate_numbers.json` holds {{ n.translator.runs }} full runs of the
+# command line (seeds 0 to {{ n.translator.seed_last }}, {{ n.translator.test_size }} unseen numbers each): beam 4 got fewer numbers exactly right
 # than greedy decoding in every run, with the averaged model and with the last checkpoint.
 
 # %%
@@ -416,7 +417,7 @@ assert looks_at[rows[-3]] == columns[-2] and looks_at[rows[-2]] == "▁forty-"
 # the map cross (the assertions of the cell check both rows, for both numbers). Nobody told the
 # model that German swaps units and tens; the attention learned it from the pairs alone.
 #
-# The bottom map is 441, a number from the training set; the printed weights show how sharply
+# The bottom map is `441`, a number from the training set; the printed weights show how sharply
 # each of its two rows picks its English piece. One layer's attention, averaged over heads, is
 # a hint of where information flows, not an exact alignment: the other heads and the lower
 # layer also carry it.
