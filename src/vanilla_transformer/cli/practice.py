@@ -1,0 +1,118 @@
+"""`vanilla-transformer practice`: rebuild the Transformer yourself, one checked step at a time.
+
+- `practice start DIR` writes one starter file per step, and a README with their order
+  ([`write_starters`][vanilla_transformer.practice.write_starters]);
+- `practice check STEP FILE.py` checks the function or class of that step's name in the file
+  with [`check`][vanilla_transformer.practice.check], prints the message and exits with 0 on a
+  pass, 1 on a failure and 2 when the file does not load (never a traceback).
+
+Parsing and `--help` import no PyTorch. Walked through on the *Rebuild it yourself* page.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+__all__ = ["STEP_NAMES", "register", "run_start", "run_check"]
+
+STEP_NAMES = ("subsequent_mask", "attention", "multi_head_attention", "feed_forward",
+              "positional_encoding", "embeddings", "layer_norm", "sublayer", "encoder_layer",
+              "decoder_layer", "encoder_decoder", "label_smoothing", "greedy_decode", "translator")
+"""The steps, in order (the same as `vanilla_transformer.practice.STEPS`, written out here so
+that `--help` needs no PyTorch)."""
+
+
+def register(subparsers: Any) -> argparse.ArgumentParser:
+    """Add the `practice` subcommand and its `start` and `check` actions.
+
+    Args:
+        subparsers: the object returned by `parser.add_subparsers()`.
+
+    Returns:
+        The subcommand's parser.
+
+    Example:
+        >>> parser = argparse.ArgumentParser(prog="vanilla-transformer")
+        >>> _ = register(parser.add_subparsers(dest="command"))
+        >>> args = parser.parse_args(["practice", "check", "attention", "attention.py"])
+        >>> args.step, args.file, args.handler.__name__
+        ('attention', 'attention.py', 'run_check')
+    """
+    parser = subparsers.add_parser(
+        "practice",
+        help="rebuild the Transformer yourself: starter files and checks of your code",
+        description=("Write the Transformer yourself, step by step: 'start' writes one starter "
+                     "file per step; 'check' compares your code with the package's on many "
+                     "inputs and says what differs. The last step, 'translator', translates "
+                     "numbers with your own model and the site's trained weights."),
+    )
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION",
+                                    parser_class=type(parser))
+    start = actions.add_parser("start", help="write the starter files into a folder",
+                               description="Write one starter file per step, and a README "
+                                           "with their order, into DIR. Existing files are "
+                                           "kept unless --force is given.")
+    start.add_argument("dir", metavar="DIR", help="the folder to write (created if needed)")
+    start.add_argument("--force", action="store_true", help="overwrite existing files")
+    start.set_defaults(handler=run_start)
+    check = actions.add_parser(
+        "check", help="check one step of your code",
+        description="Check the function or class of STEP's name in FILE against the package's. "
+                    "Exit status: 0 passed, 1 failed, 2 the file does not load.",
+        epilog="steps, in order: " + ", ".join(STEP_NAMES))
+    check.add_argument("step", metavar="STEP", choices=STEP_NAMES, help="the step to check")
+    check.add_argument("file", metavar="FILE", help="your .py file")
+    check.add_argument("--seed", type=int, default=0,
+                       help="make other inputs (default 0)")
+    check.set_defaults(handler=run_check)
+    return parser
+
+
+def run_start(args: argparse.Namespace) -> int:
+    """Write the starter files; print what was written and what comes next.
+
+    Returns:
+        0.
+    """
+    from pathlib import Path
+
+    from ..practice import STARTERS, write_starters
+
+    written = write_starters(args.dir, overwrite=args.force)
+    kept = len(STARTERS) - len(written)
+    print(f"wrote {len(written)} files to {args.dir}"
+          + (f" (kept {kept} that exist; --force overwrites them)" if kept else ""))
+    first = Path(args.dir) / "subsequent_mask.py"
+    print(f"start with {first}, then: vanilla-transformer practice check subsequent_mask {first}")
+    return 0
+
+
+def _error(message: str) -> int:
+    print(f"vanilla-transformer practice check: error: {message}", file=sys.stderr, flush=True)
+    return 2
+
+
+def run_check(args: argparse.Namespace) -> int:
+    """Check one step of a file; print the message.
+
+    Returns:
+        0 on a pass, 1 on a failure, 2 if the file does not load or lacks the step's name.
+    """
+    from ..practice import OBJECTS, check
+    from ..practice.starters import LoadError, load_file
+
+    try:
+        module = load_file(args.file)
+    except LoadError as error:
+        return _error(str(error))
+    if args.step == "translator":
+        implementation: Any = module
+    else:
+        name = OBJECTS[args.step]
+        if not hasattr(module, name):
+            return _error(f"{args.file} has no {name}: the {args.step} step checks the "
+                          f"function or class named {name}")
+        implementation = getattr(module, name)
+    return 0 if check(args.step, implementation, seed=args.seed).passed else 1

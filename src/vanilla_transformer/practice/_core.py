@@ -1,0 +1,338 @@
+"""The checking engine: run a learner's step on many inputs, compare it with the reference, and
+say precisely what differs.
+
+A step is a [`Step`][vanilla_transformer.practice._core.Step]: it makes seeded inputs
+([`Case`][vanilla_transformer.practice._core.Case]s), runs the reference and the learner's
+implementation on each, and returns their outputs stage by stage (for attention: the weights,
+then the output). The engine sorts the inputs smallest first, so the input a failure message
+shows is the smallest one that shows the difference, and it compares each failing output with
+the step's classic mistakes, so a known mistake is named with its fix.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import torch
+
+__all__ = ["Outputs", "Case", "Mistake", "Step", "CheckResult", "tensor_difference", "run_step"]
+
+Outputs = dict[str, Any]
+"""A step's outputs, stage by stage in the order they are computed; the last is the result."""
+
+WIDTH = 78
+"""Messages are wrapped to this width."""
+
+
+@dataclass
+class Case:
+    """One input of a step.
+
+    Attributes:
+        description: the input in words and shapes, as a failure message shows it.
+        size: how big the input is; the smallest failing input is the one reported.
+        data: what the step needs to run the reference and the learner (tensors, modules).
+    """
+
+    description: str
+    size: int
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """A classic mistake: what a learner's code gives when it makes it, and how to fix it.
+
+    Attributes:
+        name: a short name, as the message prints it.
+        fix: how to fix it, in one or two sentences.
+        outputs: the outputs the mistaken code gives on a case (the stages it knows).
+    """
+
+    name: str
+    fix: str
+    outputs: Callable[[Case], Outputs]
+
+
+class Step:
+    """A step of the path: what the learner writes, how it is run and what it is compared with.
+
+    Subclasses set the class attributes and implement `cases`, `expected` and `run`.
+
+    Attributes:
+        name: the step's name, as `check` takes it.
+        obj: the name of the function or class the learner writes (and the CLI looks up).
+        kind: `"function"`, `"class"` or `"module"`.
+        summary: one line on what it computes.
+        stages: a description of each stage, by key.
+        mistakes: the classic mistakes this step recognises.
+    """
+
+    name = ""
+    obj = ""
+    kind = "function"
+    summary = ""
+    stages: ClassVar[dict[str, str]] = {}
+    mistakes: tuple[Mistake, ...] = ()
+
+    def cases(self, seed: int) -> list[Case]:
+        """The inputs, made from `seed` (every case has its own reference weights)."""
+        raise NotImplementedError
+
+    def expected(self, case: Case) -> Outputs:
+        """The reference's outputs on `case`."""
+        raise NotImplementedError
+
+    def run(self, implementation: Any, case: Case) -> Outputs:
+        """The learner's outputs on `case` (the stages it exposes, and always the last)."""
+        raise NotImplementedError
+
+    def prepare(self, implementation: Any) -> str | None:
+        """A message if `implementation` is not the kind of object this step needs."""
+        if self.kind == "class" and not isinstance(implementation, type):
+            return (f"{self.name} takes the class {self.obj} itself (not an instance or a "
+                    f"function), got {_what(implementation)}")
+        if self.kind == "function" and (isinstance(implementation, type)
+                                        or not callable(implementation)):
+            return f"{self.name} takes the function {self.obj}, got {_what(implementation)}"
+        return None
+
+
+def _what(value: object) -> str:
+    name = getattr(value, "__name__", None)
+    return f"{type(value).__name__} {name}" if name else type(value).__name__
+
+
+@dataclass
+class CheckResult:
+    """What [`check`][vanilla_transformer.practice.check] found.
+
+    Attributes:
+        step: the step checked.
+        passed: whether every input gave the reference's result.
+        message: what `check` printed.
+        inputs: how many inputs were tried.
+        failed: how many of them gave a different result (or raised).
+        stage: the first stage that differs on the smallest failing input, if any.
+        mistake: the name of the classic mistake recognised, if any.
+        case: the smallest failing input's data (tensors and modules), to run again by hand.
+    """
+
+    step: str
+    passed: bool
+    message: str
+    inputs: int = 0
+    failed: int = 0
+    stage: str | None = None
+    mistake: str | None = None
+    case: dict[str, Any] | None = None
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _fmt(x: float) -> str:
+    if x != x:  # NaN
+        return "nan"
+    if x in (float("inf"), float("-inf")):
+        return "inf" if x > 0 else "-inf"
+    if x == int(x) and abs(x) < 1e15:
+        return str(int(x))
+    return f"{x:.4g}"
+
+
+def _index(flat: int, shape: Sequence[int]) -> list[int]:
+    index = []
+    for size in reversed(shape):
+        index.append(flat % size if size else 0)
+        flat = flat // size if size else 0
+    return index[::-1]
+
+
+def _tolerance(dtype: torch.dtype) -> tuple[float, float]:
+    if dtype == torch.float64:
+        return 1e-7, 1e-9
+    if dtype in (torch.float16, torch.bfloat16):
+        return 1e-2, 1e-3
+    return 1e-4, 2e-5
+
+
+def tensor_difference(expected: Any, got: Any, name: str = "output") -> str | None:
+    """How `got` differs from `expected`, in one sentence, or `None` if they agree.
+
+    Floats agree within a tolerance of their dtype (float32: relative 1e-4, absolute 2e-5);
+    NaN agrees only with NaN. Booleans and integers must be equal. The sentence names the first
+    differing value by its index, then how many values differ.
+
+    Args:
+        expected: the reference's tensor (or a Python value).
+        got: the learner's.
+        name: what to call the tensor.
+
+    Returns:
+        `None`, or a sentence such as
+        `"weights[0, 1, 0]: expected 0.5, got 0.3775 (2 of 4 values differ, by up to 0.245)"`.
+
+    Example:
+        >>> tensor_difference(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.5]), "y")
+        'y[1]: expected 2, got 2.5 (1 of 2 values differ, by up to 0.5)'
+    """
+    if not isinstance(expected, torch.Tensor):
+        if isinstance(got, torch.Tensor) and got.numel() == 1:
+            got = got.item()
+        if expected == got:
+            return None
+        return f"{name}: expected {expected!r}, got {got!r}"
+    if not isinstance(got, torch.Tensor):
+        return (f"{name}: expected a tensor of shape {tuple(expected.shape)}, got "
+                f"{type(got).__name__} {_short(got)}")
+    if got.shape != expected.shape:
+        return f"{name}: expected shape {tuple(expected.shape)}, got shape {tuple(got.shape)}"
+    exp, out = expected.detach().cpu(), got.detach().cpu()
+    if exp.dtype == torch.bool or not exp.is_floating_point():
+        if exp.dtype == torch.bool:
+            out = out != 0
+        elif out.is_floating_point():
+            return f"{name}: expected integers ({exp.dtype}), got {out.dtype}"
+        differ = exp != out
+    else:
+        if not out.is_floating_point():
+            return f"{name}: expected floats ({exp.dtype}), got {out.dtype}"
+        rtol, atol = _tolerance(exp.dtype)
+        e64, o64 = exp.double(), out.double()
+        differ = ~torch.isclose(o64, e64, rtol=rtol, atol=atol, equal_nan=True)
+    count = int(differ.sum())
+    if count == 0:
+        return None
+    flat = int(differ.reshape(-1).nonzero()[0])
+    where = _index(flat, tuple(exp.shape))
+    e, o = exp.reshape(-1)[flat].item(), out.reshape(-1)[flat].item()
+    at = f"{name}[{', '.join(map(str, where))}]" if where else name
+    text = f"{at}: expected {_fmt(float(e))}, got {_fmt(float(o))}"
+    if exp.numel() > 1:
+        text += f" ({count} of {exp.numel()} values differ"
+        if exp.is_floating_point():
+            gap = (out.double() - exp.double()).abs()[differ]
+            finite = gap[torch.isfinite(gap)]
+            if finite.numel():
+                text += f", by up to {_fmt(float(finite.max()))}"
+        text += ")"
+    return text
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _first_difference(expected: Outputs, got: Outputs) -> tuple[str, str] | None:
+    """The first stage of `expected` that `got` has and that differs, with the sentence."""
+    for stage, value in expected.items():
+        if stage not in got:
+            continue
+        text = tensor_difference(value, got[stage], stage)
+        if text is not None:
+            return stage, text
+    return None
+
+
+@dataclass
+class _Failure:
+    case: Case
+    expected: Outputs
+    got: Outputs | None = None
+    error: BaseException | None = None
+    difference: tuple[str, str] | None = None
+
+
+def _matches(mistake: Mistake, failures: Sequence[_Failure]) -> bool:
+    tried = 0
+    for failure in failures:
+        if failure.got is None:
+            continue
+        try:
+            outputs = mistake.outputs(failure.case)
+        except Exception:  # noqa: BLE001 - a mistake that cannot run on this input is not it
+            return False
+        shared = {k: v for k, v in outputs.items() if k in failure.got}
+        if not shared or _first_difference(shared, failure.got) is not None:
+            return False
+        tried += 1
+        if tried == 4:
+            break
+    return tried > 0
+
+
+def _paragraph(label: str, text: str) -> str:
+    return textwrap.fill(f"{label}{text}", WIDTH, initial_indent="  ", subsequent_indent="    ",
+                         break_on_hyphens=False)
+
+
+def _error_text(error: BaseException) -> str:
+    text = " ".join(str(error).split())
+    if len(text) > 160:
+        text = text[:157] + "..."
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def run_step(step: Step, implementation: Any, seed: int = 0) -> CheckResult:
+    """Run `implementation` on every input of `step` and describe the result.
+
+    Args:
+        step: the step.
+        implementation: the learner's function, class or module.
+        seed: makes the inputs and the reference weights.
+
+    Returns:
+        The [`CheckResult`][vanilla_transformer.practice._core.CheckResult]; nothing is printed.
+    """
+    problem = step.prepare(implementation)
+    if problem is not None:
+        return CheckResult(step.name, False, f"{step.name}: not checked. {problem}.")
+    with torch.random.fork_rng(devices=[]), torch.no_grad():
+        torch.manual_seed(seed)
+        cases = sorted(step.cases(seed), key=lambda c: c.size)
+        failures: list[_Failure] = []
+        for case in cases:
+            expected = step.expected(case)
+            try:
+                got = step.run(implementation, case)
+            except NotImplementedError:
+                message = (f"{step.name}: not written yet: {step.obj} still raises "
+                           "NotImplementedError. Replace that line with your code.")
+                return CheckResult(step.name, False, message, len(cases), len(cases))
+            except Exception as error:  # noqa: BLE001 - the learner's code may raise anything
+                failures.append(_Failure(case, expected, error=error))
+                continue
+            difference = _first_difference(expected, got)
+            if difference is not None:
+                failures.append(_Failure(case, expected, got, difference=difference))
+        if not failures:
+            message = f"{step.name}: passed, on all {len(cases)} inputs."
+            return CheckResult(step.name, True, message, len(cases), 0)
+        mistake = next((m for m in step.mistakes if _matches(m, failures)), None)
+    return _failed(step, cases, failures, mistake)
+
+
+def _failed(step: Step, cases: Sequence[Case], failures: Sequence[_Failure],
+            mistake: Mistake | None) -> CheckResult:
+    first = failures[0]
+    lines = [f"{step.name}: FAILED on {len(failures)} of {len(cases)} inputs.",
+             _paragraph("Smallest input that shows it: ", first.case.description + ".")]
+    stage = None
+    if first.error is not None:
+        lines.append(_paragraph(f"Your {step.obj} raised ", _error_text(first.error) + "."))
+    elif first.difference is not None:
+        stage, text = first.difference
+        if len(first.expected) > 1:
+            where = step.stages.get(stage, stage)
+            lines.append(_paragraph("First stage that differs: ", f"{stage} ({where})."))
+        lines.append(_paragraph("First value that differs: ", text + "."))
+    if mistake is not None:
+        lines.append(_paragraph("Classic mistake: ", f"{mistake.name}. {mistake.fix}"))
+    message = "\n".join(lines)
+    return CheckResult(step.name, False, message, len(cases), len(failures), stage,
+                       None if mistake is None else mistake.name, first.case.data)

@@ -1,0 +1,520 @@
+r"""The steps for the building blocks: the subsequent mask, attention, multi-head attention, the
+feed-forward network, the positional encoding, the embeddings and layer normalisation.
+
+Each step compares the learner's code with the package's own
+([`model`][vanilla_transformer.model]) and knows the classic mistakes of its block.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any, ClassVar
+
+import torch
+from torch import nn
+
+from ..model.attention import MultiHeadedAttention, attention
+from ..model.embeddings import Embeddings, PositionalEncoding
+from ..model.layers import LayerNorm, PositionwiseFeedForward
+from ..model.masks import subsequent_mask
+from ._core import Case, Mistake, Outputs, Step
+from ._inputs import FixedDropout, load_reference, mask_text, random_mask, shape, tapped
+
+__all__ = ["SubsequentMask", "Attention", "MultiHeadAttention", "FeedForward",
+           "PositionalEncodingStep", "EmbeddingsStep", "LayerNormStep"]
+
+
+# ---------------------------------------------------------------- subsequent_mask
+def _band(size: int, offset: int, upper: bool) -> torch.Tensor:
+    ones = torch.ones(1, size, size, dtype=torch.bool)
+    return ones.triu(offset) if upper else ones.tril(offset)
+
+
+class SubsequentMask(Step):
+    name, obj, kind = "subsequent_mask", "subsequent_mask", "function"
+    summary = "subsequent_mask(size): the (1, size, size) keep-mask; position i sees 0..i"
+    mistakes = (
+        Mistake("the diagonal is off by one: a position cannot see itself",
+                "Position i may attend to 0..i, itself included: keep the diagonal "
+                "(torch.tril with diagonal=0).",
+                lambda c: {"output": _band(c.data["size"], -1, False)}),
+        Mistake("the diagonal is off by one: a position sees the next one",
+                "Position i may attend to 0..i only, not i + 1: use torch.tril with "
+                "diagonal=0.",
+                lambda c: {"output": _band(c.data["size"], 1, False)}),
+        Mistake("mask inverted (True marks a blocked position)",
+                "In this package True means 'may attend': return the lower triangle, "
+                "or write (upper triangle above the diagonal) == 0.",
+                lambda c: {"output": _band(c.data["size"], 1, True)}),
+        Mistake("mask transposed (upper triangle)",
+                "Row i is the query and column j the key; keep j <= i, the lower "
+                "triangle (torch.tril).",
+                lambda c: {"output": _band(c.data["size"], 0, True)}),
+        Mistake("no leading batch axis",
+                "Return shape (1, size, size), so that the mask broadcasts over a batch: "
+                "add .unsqueeze(0).",
+                lambda c: {"output": _band(c.data["size"], 0, False)[0]}),
+    )
+
+    def cases(self, seed: int) -> list[Case]:
+        return [Case(f"size={n}", n, {"size": n}) for n in range(12)]
+
+    def expected(self, case: Case) -> Outputs:
+        return {"output": subsequent_mask(case.data["size"])}
+
+    def run(self, implementation: Any, case: Case) -> Outputs:
+        return {"output": implementation(case.data["size"])}
+
+
+# ---------------------------------------------------------------- attention
+def _attention_variant(case: Case, *, scale: bool = True, axis: int = -1, invert: bool = False,
+                       after: bool = False, fill: float = -1e9, dropout_on: str = "weights",
+                       return_before: bool = False) -> Outputs:
+    q, k, v, mask = (case.data[n] for n in ("query", "key", "value", "mask"))
+    dropout = case.data["dropout"]
+    scores = q @ k.transpose(-2, -1)
+    if scale:
+        scores = scores / math.sqrt(q.size(-1))
+    if mask is not None and not after:
+        scores = scores.masked_fill((mask != 0) if invert else (mask == 0), fill)
+    p = scores.softmax(dim=axis)
+    if mask is not None and after:
+        p = p.masked_fill(mask == 0, 0.0)
+    kept = p
+    if dropout is not None and dropout_on == "weights":
+        kept = dropout(p)
+    out = kept @ v
+    if dropout is not None and dropout_on == "output":
+        out = dropout(out)
+    return {"weights": p if return_before or dropout_on != "weights" else kept, "output": out}
+
+
+class Attention(Step):
+    name, obj, kind = "attention", "attention", "function"
+    summary = "attention(query, key, value, mask=None, dropout=None) -> (output, weights)"
+    stages: ClassVar[dict[str, str]] = {"weights": "the softmax of the scaled scores, after dropout",
+              "output": "the weights times value"}
+    mistakes = (
+        Mistake("no √d_k scale",
+                "Divide the scores Q K^T by math.sqrt(d_k), where d_k = query.size(-1), "
+                "before the softmax.", lambda c: _attention_variant(c, scale=False)),
+        Mistake("softmax over the wrong axis",
+                "Each query's weights over the keys must sum to 1: softmax over the last "
+                "axis (dim=-1), the keys.", lambda c: _attention_variant(c, axis=-2)),
+        Mistake("mask inverted",
+                "A keep-mask is True where the query MAY attend: fill the scores where "
+                "mask == 0, not where it is 1.", lambda c: _attention_variant(c, invert=True)),
+        Mistake("mask applied after the softmax",
+                "Zeroing weights after the softmax leaves rows that no longer sum to 1: "
+                "fill the masked scores with -1e9 before the softmax.",
+                lambda c: _attention_variant(c, after=True)),
+        Mistake("masked scores filled with -inf",
+                "A query whose every key is masked then gets NaN weights: fill with a large "
+                "finite negative number, -1e9, so such a row gets uniform weights.",
+                lambda c: _attention_variant(c, fill=float("-inf"))),
+        Mistake("dropout applied to the output instead of the weights",
+                "Apply dropout to the attention weights, then multiply by value (and return "
+                "the weights after dropout).", lambda c: _attention_variant(c, dropout_on="output")),
+        Mistake("weights returned before dropout",
+                "Return the weights that multiplied value, after dropout.",
+                lambda c: _attention_variant(c, return_before=True)),
+    )
+
+    def cases(self, seed: int) -> list[Case]:
+        rng, g = random.Random(seed), torch.Generator().manual_seed(seed)
+        cases = []
+        for i in range(48):
+            lead = [(), (rng.randint(1, 3),), (rng.randint(1, 3), rng.randint(1, 3))][i % 3]
+            q_len, k_len, d_k, d_v = (rng.randint(1, 5) for _ in range(4))
+            kind = ["none", "padding", "subsequent", "rows"][(i // 3) % 4]
+            if kind == "subsequent":
+                k_len = q_len
+            dtype = torch.float64 if i % 7 == 6 else torch.float32
+            q = torch.randn(*lead, q_len, d_k, generator=g, dtype=dtype)
+            k = torch.randn(*lead, k_len, d_k, generator=g, dtype=dtype)
+            v = torch.randn(*lead, k_len, d_v, generator=g, dtype=dtype)
+            mask = random_mask(g, lead, q_len, k_len, kind)
+            dropout = FixedDropout() if i % 5 == 4 else None
+            text = (f"{shape('query', q)}, {shape('key', k)}, {shape('value', v)}, "
+                    f"{mask_text('mask', mask)}"
+                    + (", dropout that doubles each weight but zeroes the last key's"
+                       if dropout else ""))
+            data = {"query": q, "key": k, "value": v, "mask": mask, "dropout": dropout}
+            cases.append(Case(text, q.numel() + k.numel() + v.numel(), data))
+        return cases
+
+    def expected(self, case: Case) -> Outputs:
+        d = case.data
+        out, weights = attention(d["query"], d["key"], d["value"], mask=d["mask"],
+                                 dropout=d["dropout"])
+        return {"weights": weights, "output": out}
+
+    def run(self, implementation: Any, case: Case) -> Outputs:
+        d = case.data
+        result = implementation(d["query"], d["key"], d["value"], mask=d["mask"],
+                                dropout=d["dropout"])
+        if not isinstance(result, tuple) or len(result) != 2:
+            raise TypeError(f"attention must return (output, weights), got {type(result).__name__}")
+        return {"weights": result[1], "output": result[0]}
+
+
+# ---------------------------------------------------------------- multi-head attention
+def _mha_variant(case: Case, *, split: str = "ok", merge: str = "ok", scale: str = "d_k",
+                 unsqueeze: bool = True) -> Outputs:
+    ref: MultiHeadedAttention = case.data["reference"]
+    query, key, value, mask = (case.data[n] for n in ("query", "key", "value", "mask"))
+    h, d_k = ref.h, ref.d_k
+    b = query.size(0)
+
+    def heads(x: torch.Tensor) -> torch.Tensor:
+        if split == "no-transpose":
+            return x.view(b, h, -1, d_k)
+        return x.view(b, -1, h, d_k).transpose(1, 2)
+
+    q, k, v = (heads(lin(x)) for lin, x in zip(ref.linears, (query, key, value), strict=False))
+    if mask is not None and unsqueeze:
+        mask = mask.unsqueeze(1)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k if scale == "d_k" else h * d_k)
+    if mask is not None:
+        scores = scores.masked_fill(mask == 0, -1e9)
+    x = scores.softmax(-1) @ v  # (batch, h, query_len, d_k)
+    if merge == "no-transpose":
+        merged = x.reshape(b, -1, h * d_k)
+    elif merge == "interleaved":
+        merged = x.permute(0, 2, 3, 1).reshape(b, -1, h * d_k)
+    else:
+        merged = x.transpose(1, 2).reshape(b, -1, h * d_k)
+    return {"merged heads": merged, "output": ref.linears[3](merged)}
+
+
+_MHA_TAPS = [("query projection", "linears.0", False), ("key projection", "linears.1", False),
+             ("value projection", "linears.2", False), ("merged heads", "linears.3", True)]
+
+
+class MultiHeadAttention(Step):
+    name, obj, kind = "multi_head_attention", "MultiHeadedAttention", "class"
+    summary = "MultiHeadedAttention(h, d_model, dropout=0.1); forward(query, key, value, mask=None)"
+    stages: ClassVar[dict[str, str]] = {"query projection": "the output of linears[0]",
+              "key projection": "the output of linears[1]",
+              "value projection": "the output of linears[2]",
+              "merged heads": "the heads concatenated, the input of linears[3]",
+              "output": "the output of linears[3]"}
+    mistakes = (
+        Mistake("heads split with view but no transpose, so heads mix positions",
+                "Split (batch, seq_len, d_model) with .view(batch, -1, h, d_k) and then "
+                ".transpose(1, 2) to (batch, h, seq_len, d_k).",
+                lambda c: _mha_variant(c, split="no-transpose")),
+        Mistake("heads concatenated in the wrong order: no transpose back before merging",
+                "Turn (batch, h, seq_len, d_k) back into (batch, seq_len, h, d_k) with "
+                ".transpose(1, 2) before .reshape(batch, -1, h * d_k).",
+                lambda c: _mha_variant(c, merge="no-transpose")),
+        Mistake("heads concatenated in the wrong order: features interleaved",
+                "Concatenate whole heads, head 0's d_k features then head 1's: "
+                "x.transpose(1, 2).reshape(batch, -1, h * d_k).",
+                lambda c: _mha_variant(c, merge="interleaved")),
+        Mistake("scores scaled by √d_model instead of √d_k",
+                "Each head works in d_k = d_model / h dimensions: divide by math.sqrt(d_k).",
+                lambda c: _mha_variant(c, scale="d_model")),
+        Mistake("mask not given a head axis",
+                "A mask of shape (batch, 1 or query_len, key_len) needs .unsqueeze(1) to "
+                "apply the same mask to every head.",
+                lambda c: _mha_variant(c, unsqueeze=False)),
+    )
+
+    def cases(self, seed: int) -> list[Case]:
+        rng, g = random.Random(seed), torch.Generator().manual_seed(seed)
+        cases = []
+        for i in range(36):
+            h, d_k, b = rng.randint(1, 4), rng.randint(1, 4), rng.randint(1, 3)
+            d_model = h * d_k
+            q_len = rng.randint(1, 5)
+            cross = i % 2 == 1
+            k_len = rng.randint(1, 5) if cross else q_len
+            kind = ["none", "padding", "subsequent" if not cross else "padding"][i % 3]
+            query = torch.randn(b, q_len, d_model, generator=g)
+            key = torch.randn(b, k_len, d_model, generator=g) if cross else query
+            mask = random_mask(g, [b], q_len, k_len, kind)
+            if kind == "subsequent" and mask is not None:
+                mask = mask[0:1]
+            reference = MultiHeadedAttention(h, d_model, dropout=0.0).eval()
+            text = (f"h={h}, d_model={d_model}, {shape('query', query)}, "
+                    + (f"{shape('key = value', key)} (cross-attention)" if cross
+                       else "key = value = query (self-attention)")
+                    + f", {mask_text('mask', mask)}")
+            data = {"h": h, "d_model": d_model, "query": query, "key": key, "value": key,
+                    "mask": mask, "reference": reference}
+            cases.append(Case(text, query.numel() + key.numel() + d_model * h, data))
+        return cases
+
+    def expected(self, case: Case) -> Outputs:
+        d = case.data
+        return tapped(d["reference"], _MHA_TAPS,
+                      lambda: d["reference"](d["query"], d["key"], d["value"], d["mask"]))
+
+    def run(self, implementation: Any, case: Case) -> Outputs:
+        d = case.data
+        module = implementation(d["h"], d["d_model"], dropout=0.0)
+        load_reference(module, d["reference"], "MultiHeadedAttention")
+        module.eval()
+        return tapped(module, _MHA_TAPS,
+                      lambda: module(d["query"], d["key"], d["value"], d["mask"]))
+
+
+# ---------------------------------------------------------------- feed-forward
+def _ff_variant(case: Case, *, relu: str = "hidden") -> Outputs:
+    ref: PositionwiseFeedForward = case.data["reference"]
+    hidden = ref.w_1(case.data["x"])
+    if relu in ("hidden", "both"):
+        hidden = hidden.relu()
+    elif relu == "gelu":
+        hidden = nn.functional.gelu(hidden)
+    out = ref.w_2(hidden)
+    if relu == "both":
+        out = out.relu()
+    return {"after ReLU": hidden, "output": out}
+
+
+_FF_TAPS = [("hidden", "w_1", False), ("after ReLU", "w_2", True)]
+
+
+class FeedForward(Step):
+    name, obj, kind = "feed_forward", "PositionwiseFeedForward", "class"
+    summary = "PositionwiseFeedForward(d_model, d_ff, dropout=0.1): w_2(relu(w_1(x)))"
+    stages: ClassVar[dict[str, str]] = {"hidden": "the output of w_1", "after ReLU": "the input of w_2",
+              "output": "the output of w_2"}
+    mistakes = (
+        Mistake("no ReLU between the two linear maps",
+                "FFN(x) = max(0, x W_1 + b_1) W_2 + b_2: apply .relu() to w_1's output.",
+                lambda c: _ff_variant(c, relu="none")),
+        Mistake("ReLU applied after the second linear map too",
+                "Only the hidden layer has a ReLU; w_2's output goes out as it is.",
+                lambda c: _ff_variant(c, relu="both")),
+        Mistake("GELU instead of ReLU",
+                "The paper's network uses max(0, x): .relu(), not gelu.",
+                lambda c: _ff_variant(c, relu="gelu")),
+    )
+
+    def cases(self, seed: int) -> list[Case]:
+        rng, g = random.Random(seed), torch.Generator().manual_seed(seed)
+        cases = []
+        for _ in range(24):
+            d_model, d_ff = rng.randint(1, 8), rng.randint(1, 16)
+            x = torch.randn(rng.randint(1, 3), rng.randint(1, 4), d_model, generator=g)
+            reference = PositionwiseFeedForward(d_model, d_ff, dropout=0.0).eval()
+            text = f"d_model={d_model}, d_ff={d_ff}, {shape('x', x)}"
+            cases.append(Case(text, x.numel() + d_ff, {"x": x, "d_model": d_model,
+                                                        "d_ff": d_ff, "reference": reference}))
+        return cases
+
+    def expected(self, case: Case) -> Outputs:
+        ref, x = case.data["reference"], case.data["x"]
+        return tapped(ref, _FF_TAPS, lambda: ref(x))
+
+    def run(self, implementation: Any, case: Case) -> Outputs:
+        d = case.data
+        module = implementation(d["d_model"], d["d_ff"], dropout=0.0)
+        load_reference(module, d["reference"], "PositionwiseFeedForward")
+        module.eval()
+        return tapped(module, _FF_TAPS, lambda: module(d["x"]))
+
+
+# ---------------------------------------------------------------- positional encoding
+def _table(length: int, d_model: int, *, swap: bool = False, exponent: str = "2i",
+           start: int = 0, halves: bool = False) -> torch.Tensor:
+    position = torch.arange(start, start + length, dtype=torch.float64).unsqueeze(1)
+    pairs = torch.arange(0, d_model // 2, dtype=torch.float64)
+    if exponent == "2i":
+        power = 2 * pairs / d_model
+    elif exponent == "i":
+        power = pairs / d_model
+    else:  # "j": each feature uses its own index, so the cosines get (2i + 1) / d_model
+        power = 2 * pairs / d_model
+    angle = position / 10000.0 ** power
+    first, second = (torch.cos(angle), torch.sin(angle)) if swap else (torch.sin(angle),
+                                                                        torch.cos(angle))
+    if exponent == "j":
+        second = torch.cos(position / 10000.0 ** ((2 * pairs + 1) / d_model))
+    if halves:
+        return torch.cat([first, second], dim=1)
+    table = torch.empty(length, d_model, dtype=torch.float64)
+    table[:, 0::2], table[:, 1::2] = first, second
+    return table
+
+
+def _pe_variant(case: Case, **how: Any) -> Outputs:
+    x = case.data["x"]
+    table = _table(x.size(1), x.size(2), **how)
+    return {"output": x + table.to(torch.promote_types(x.dtype, torch.float32))}
+
+
+class PositionalEncodingStep(Step):
+    name, obj, kind = "positional_encoding", "PositionalEncoding", "class"
+    summary = "PositionalEncoding(d_model, dropout, max_len=5000): x + the sinusoid table"
+    mistakes = (
+        Mistake("sin and cos swapped",
+                "Even features (0, 2, 4, ...) hold sines and odd features cosines: "
+                "pe[:, 0::2] = sin, pe[:, 1::2] = cos.", lambda c: _pe_variant(c, swap=True)),
+        Mistake("the exponent 2i/d_model written as i/d_model",
+                "Pair i (features 2i and 2i+1) uses 10000^(2i/d_model): take the exponents "
+                "from torch.arange(0, d_model, 2), the even feature indices.",
+                lambda c: _pe_variant(c, exponent="i")),
+        Mistake("each feature uses its own index in the exponent",
+                "A sine and its cosine share one frequency: feature 2i+1 uses 2i/d_model, "
+                "like feature 2i.", lambda c: _pe_variant(c, exponent="j")),
+        Mistake("positions counted from 1",
+                "The first position is 0: torch.arange(0, max_len).",
+                lambda c: _pe_variant(c, start=1)),
+        Mistake("sines and cosines concatenated instead of interleaved",
+                "Interleave them: sines in the even features, cosines in the odd ones.",
+                lambda c: _pe_variant(c, halves=True)),
+    )
+
+    def cases(self, seed: int) -> list[Case]:
+        rng, g = random.Random(seed), torch.Generator().manual_seed(seed)
+        cases = []
+        for i in range(24):
+            d_model, length = 2 * rng.randint(1, 8), rng.randint(1, 12)
+            dtype = torch.float64 if i % 6 == 5 else torch.float32
+            x = torch.randn(rng.randint(1, 3), length, d_model, generator=g, dtype=dtype)
+            max_len = None if i % 4 == 0 else length + rng.randint(0, 20)
+            text = (f"d_model={d_model}, "
+                    + ("max_len left at its default" if max_len is None else f"max_len={max_len}")
+                    + f", {shape('x', x)}")
+            cases.append(Case(text, x.numel(), {"x": x, "d_model": d_model, "max_len": max_len}))
+        return cases
+
+    def expected(self, case: Case) -> Outputs:
+        d = case.data
+        module = PositionalEncoding(d["d_model"], 0.0, d["max_len"] or 5000)
+        return {"output": module(d["x"])}
+
+    def run(self, implementation: Any, case: Case) -> Outputs:
+        d = case.data
+        args = (d["d_model"], 0.0) if d["max_len"] is None else (d["d_model"], 0.0, d["max_len"])
+        module = implementation(*args)
+        module.eval()
+        return {"output": module(d["x"])}
+
+
+# ---------------------------------------------------------------- embeddings
+def _emb_variant(case: Case, factor: str) -> Outputs:
+    ref: Embeddings = case.data["reference"]
+    looked = ref.lut(case.data["x"])
+    d, vocab = case.data["d_model"], case.data["vocab"]
+    scale = {"none": 1.0, "divided": 1 / math.sqrt(d), "d_model": float(d),
+             "vocab": math.sqrt(vocab)}[factor]
+    return {"output": looked * scale}
+
+
+class EmbeddingsStep(Step):
+    name, obj, kind = "embeddings", "Embeddings", "class"
+    summary = "Embeddings(d_model, vocab): lut(x) * sqrt(d_model)"
+    mistakes = (
+        Mistake("no √d_model scale",
+                "Multiply the looked-up vectors by math.sqrt(d_model) (paper section 3.4).",
+                lambda c: _emb_variant(c, "none")),
+        Mistake("divided by √d_model instead of multiplied",
+                "Multiply by math.sqrt(d_model).", lambda c: _emb_variant(c, "divided")),
+        Mistake("scaled by d_model instead of √d_model",
+                "The factor is the square root: math.sqrt(d_model).",
+                lambda c: _emb_variant(c, "d_model")),
+        Mistake("scaled by √vocab instead of √d_model",
+                "The factor is math.sqrt(d_model), the embedding width.",
+                lambda c: _emb_variant(c, "vocab")),
+    )
+
+    def cases(self, seed: int) -> list[Case]:
+        rng, g = random.Random(seed), torch.Generator().manual_seed(seed)
+        cases = []
+        for _ in range(20):
+            d_model, vocab = rng.randint(1, 8), rng.randint(2, 12)
+            x = torch.randint(0, vocab, (rng.randint(1, 3), rng.randint(1, 5)), generator=g)
+            reference = Embeddings(d_model, vocab)
+            text = f"d_model={d_model}, vocab={vocab}, token ids {x.tolist()}"
+            cases.append(Case(text, x.numel() + d_model,
+                              {"x": x, "d_model": d_model, "vocab": vocab, "reference": reference}))
+        return cases
+
+    def expected(self, case: Case) -> Outputs:
+        return {"output": case.data["reference"](case.data["x"])}
+
+    def run(self, implementation: Any, case: Case) -> Outputs:
+        d = case.data
+        module = implementation(d["d_model"], d["vocab"])
+        load_reference(module, d["reference"], "Embeddings")
+        return {"output": module(d["x"])}
+
+
+# ---------------------------------------------------------------- layer norm
+def _ln_variant(case: Case, *, unbiased: bool = True, inside: bool = False, axis: int = -1,
+                eps: bool = True) -> Outputs:
+    ref: LayerNorm = case.data["reference"]
+    x = case.data["x"]
+    e = ref.eps if eps else 0.0
+    mean = x.mean(axis, keepdim=True)
+    var = x.var(axis, keepdim=True, unbiased=unbiased)
+    scale = torch.sqrt(var + e) if inside else var.sqrt() + e
+    return {"output": ref.a_2 * (x - mean) / scale + ref.b_2}
+
+
+class LayerNormStep(Step):
+    name, obj, kind = "layer_norm", "LayerNorm", "class"
+    summary = "LayerNorm(features, eps=1e-6): a_2 * (x - mean) / (std + eps) + b_2, unbiased std"
+    mistakes = (
+        Mistake("biased variance (divided by n), eps added to the standard deviation",
+                "The reference uses the unbiased standard deviation, x.std(-1, keepdim=True) "
+                "(divided by n - 1), and adds eps to it, outside the square root.",
+                lambda c: _ln_variant(c, unbiased=False)),
+        Mistake("unbiased variance, eps inside the square root",
+                "The reference adds eps to the standard deviation, outside the root: "
+                "(x - mean) / (std + eps).", lambda c: _ln_variant(c, inside=True)),
+        Mistake("biased variance, eps inside the square root (torch.nn.LayerNorm's formula)",
+                "That is nn.LayerNorm's formula; the reference uses the unbiased std, "
+                "x.std(-1, keepdim=True), with eps added to it: (x - mean) / (std + eps).",
+                lambda c: _ln_variant(c, unbiased=False, inside=True)),
+        Mistake("no eps",
+                "Add eps to the standard deviation, so a constant row does not divide by 0.",
+                lambda c: _ln_variant(c, eps=False)),
+        Mistake("statistics over the wrong axis",
+                "Normalise each position over its features: mean and std over the last "
+                "axis (dim=-1, keepdim=True).", lambda c: _ln_variant(c, axis=-2)),
+    )
+
+    def cases(self, seed: int) -> list[Case]:
+        rng, g = random.Random(seed), torch.Generator().manual_seed(seed)
+        cases = []
+        kinds = ["random", "tiny", "constant row", "offset"]
+        for i in range(32):
+            features = rng.randint(2, 8)
+            dtype = torch.float64 if i % 8 == 7 else torch.float32
+            x = torch.randn(rng.randint(1, 3), rng.randint(2, 4), features, generator=g,
+                            dtype=dtype)
+            kind = kinds[i % 4]
+            if kind == "tiny":
+                x = x * 1e-3
+            elif kind == "constant row":
+                x[..., 0, :] = 0.5
+            elif kind == "offset":
+                x = x + 10.0
+            eps = [None, 1e-2, 0.3][(i // 4) % 3]
+            reference = LayerNorm(features, **({} if eps is None else {"eps": eps}), fast=False)
+            with torch.no_grad():
+                reference.a_2.copy_(torch.rand(features, generator=g) + 0.5)
+                reference.b_2.copy_(torch.randn(features, generator=g))
+            text = (f"features={features}, "
+                    + ("eps left at its default" if eps is None else f"eps={eps}")
+                    + f", {shape('x', x)} ({kind}), random a_2 and b_2")
+            cases.append(Case(text, x.numel(),
+                              {"x": x, "features": features, "eps": eps, "reference": reference}))
+        return cases
+
+    def expected(self, case: Case) -> Outputs:
+        return {"output": case.data["reference"](case.data["x"])}
+
+    def run(self, implementation: Any, case: Case) -> Outputs:
+        d = case.data
+        module = (implementation(d["features"]) if d["eps"] is None
+                  else implementation(d["features"], eps=d["eps"]))
+        load_reference(module, d["reference"], "LayerNorm")
+        return {"output": module(d["x"])}

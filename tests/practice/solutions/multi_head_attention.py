@@ -1,0 +1,54 @@
+"""Step 3, multi_head_attention: h heads attending in parallel.
+
+Check it:
+    vanilla-transformer practice check multi_head_attention multi_head_attention.py
+"""
+
+import copy
+
+from torch import nn
+
+from attention import attention
+
+
+def clones(module, N):
+    """N independent deep copies of `module`, in an nn.ModuleList."""
+    return nn.ModuleList([copy.deepcopy(module) for _ in range(N)])
+
+
+class MultiHeadedAttention(nn.Module):
+    """Multi-head attention with h heads of width d_k = d_model // h.
+
+    Keep these names: the trained translator's weights are loaded by name.
+    self.linears: four nn.Linear(d_model, d_model), for W^Q, W^K, W^V and W^O.
+    self.h, self.d_k: the number of heads and their width.
+    self.dropout: nn.Dropout(p=dropout), applied to the attention weights.
+    """
+
+    def __init__(self, h, d_model, dropout=0.1):
+        super().__init__()
+        assert d_model % h == 0
+        self.h, self.d_k = h, d_model // h
+        self.linears = clones(nn.Linear(d_model, d_model), 4)
+        self.dropout = nn.Dropout(p=dropout)
+
+    def forward(self, query, key, value, mask=None):
+        """query (batch, query_len, d_model); key, value (batch, key_len, d_model).
+
+        mask: None or a keep-mask (batch or 1, 1 or query_len, key_len); give it a
+        head axis (mask.unsqueeze(1)) so that every head uses it.
+        1. project query, key and value with linears[0], [1], [2];
+        2. split each into heads: (batch, seq_len, d_model) -> (batch, h, seq_len, d_k);
+        3. attention(q, k, v, mask, self.dropout) on all heads at once;
+        4. merge the heads back:
+           (batch, h, query_len, d_k) -> (batch, query_len, d_model);
+        5. return linears[3] of that.
+        """
+        if mask is not None:
+            mask = mask.unsqueeze(1)
+        batch = query.size(0)
+        q, k, v = (lin(x).view(batch, -1, self.h, self.d_k).transpose(1, 2)
+                   for lin, x in zip(self.linears, (query, key, value), strict=False))
+        x, _ = attention(q, k, v, mask, self.dropout)
+        x = x.transpose(1, 2).reshape(batch, -1, self.h * self.d_k)
+        return self.linears[3](x)
