@@ -23,7 +23,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from . import copy_task, translate
+from . import copy_task, practice, translate
 from .options import (
     PRESET_NAMES,
     CommandFailed,
@@ -78,6 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     register(subparsers)  # params
     copy_task.register(subparsers)  # copy-task
     translate.register(subparsers)  # translate
+    practice.register(subparsers)  # practice
     # ---- end of subcommand registrations ----
     return parser
 
