@@ -15,6 +15,7 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
 import torch
+from matplotlib.figure import Figure
 from torch.utils.flop_counter import FlopCounterMode
 
 from vanilla_transformer import MultiHeadedAttention, attention
@@ -24,7 +25,7 @@ TOKENS, D_MODEL = 64, 512
 HEADS = (1, 4, 16, 64)
 
 
-def costs(heads=HEADS, n: int = TOKENS, d_model: int = D_MODEL) -> dict[str, list[int]]:
+def costs(heads: tuple[int, ...] = HEADS, n: int = TOKENS, d_model: int = D_MODEL) -> dict[str, list[int]]:
     """Per h: FLOPs of the projections, FLOPs of attention's products, and score entries."""
     torch.manual_seed(0)
     x = torch.randn(1, n, d_model)
@@ -45,7 +46,7 @@ def costs(heads=HEADS, n: int = TOKENS, d_model: int = D_MODEL) -> dict[str, lis
     return out
 
 
-def draw():
+def draw() -> Figure:
     c = costs()
     labels = [str(h) for h in HEADS]
     fig, (left, right) = plt.subplots(1, 2, figsize=(4.7, 2.9))

@@ -14,12 +14,15 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
 import torch
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, Rectangle
 
 from vanilla_transformer import MultiHeadedAttention
 
 SEQ_LEN = 4
 FONT = 11
+COLOURS = [f"C{i}" for i in range(10)]  # matplotlib's default cycle, one colour a head
 
 
 def head_features(h: int = 8, d_model: int = 512) -> list[tuple[int, int]]:
@@ -32,20 +35,18 @@ def head_features(h: int = 8, d_model: int = 512) -> list[tuple[int, int]]:
     return [(int(heads[0, i, 0].min()), int(heads[0, i, 0].max())) for i in range(h)]
 
 
-def _bar(ax, ranges, d_model: int, y: float, width: float) -> None:
+def _bar(ax: Axes, ranges: list[tuple[int, int]], d_model: int, y: float, width: float) -> None:
     """A (seq_len, d_model) matrix drawn as one bar, one coloured slice per head."""
-    colours = plt.get_cmap("tab10").colors
     for i, (lo, hi) in enumerate(ranges):
         x0, w = width * lo / d_model, width * (hi - lo + 1) / d_model
-        ax.add_patch(Rectangle((x0, y), w, 0.8, fc=colours[i], ec="white", lw=1.5, alpha=0.6))
+        ax.add_patch(Rectangle((x0, y), w, 0.8, fc=COLOURS[i], ec="white", lw=1.5, alpha=0.6))
         ax.text(x0 + w / 2, y + 0.4, f"{i + 1}", ha="center", va="center", fontsize=FONT)
 
 
-def draw():
+def draw() -> Figure:
     ranges = head_features()
     h, d_model = len(ranges), ranges[-1][1] + 1
     d_k = ranges[0][1] - ranges[0][0] + 1
-    colours = plt.get_cmap("tab10").colors
     width, gap = 8.0, 0.16
     bw = (width - gap * (h - 1)) / h
     fig, ax = plt.subplots(figsize=(4.9, 4.6))
@@ -63,7 +64,7 @@ def draw():
     # middle: h heads of (n, d_k), each attending on its own
     for i, (lo, hi) in enumerate(ranges):
         x0 = i * (bw + gap)
-        ax.add_patch(Rectangle((x0, 3.3), bw, 0.8, fc=colours[i], ec="#333333", lw=0.8, alpha=0.6))
+        ax.add_patch(Rectangle((x0, 3.3), bw, 0.8, fc=COLOURS[i], ec="#333333", lw=0.8, alpha=0.6))
         ax.text(x0 + bw / 2, 3.7, f"{i + 1}", ha="center", va="center", fontsize=FONT,
                 weight="bold")
         top = width * (lo + hi + 1) / 2 / d_model

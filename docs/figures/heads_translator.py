@@ -9,6 +9,7 @@ Explained on docs/learn/heads.md.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -16,6 +17,7 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
 import torch
+from matplotlib.figure import Figure
 
 from vanilla_transformer import greedy_decode, keep_attention, subsequent_mask
 from vanilla_transformer.data.tokenizer import BOS, EOS
@@ -25,7 +27,7 @@ TRANSLATOR = Path(__file__).resolve().parents[1] / "assets" / "translator"
 SENTENCE = "four hundred and forty-one"
 
 
-def source_attention(sentence: str = SENTENCE):
+def source_attention(sentence: str = SENTENCE) -> tuple[list[str], list[str], torch.Tensor]:
     """(source tokens, predicted tokens, weights (h, tgt_len, src_len)) of the last layer."""
     model, tokenizer = load_translator(TRANSLATOR)
     src = torch.tensor([tokenizer.encode(sentence) + [EOS]])
@@ -34,13 +36,14 @@ def source_attention(sentence: str = SENTENCE):
         tgt = ys[:, :-1]
         with keep_attention(model):
             model(src, tgt, None, subsequent_mask(tgt.size(1)))
-    pieces = [tokenizer.tokenizer.id_to_token(i) for i in ys[0].tolist()]
+    pieces = [str(tokenizer.tokenizer.id_to_token(i)) for i in ys[0].tolist()]
     predicted = [p.lstrip("▁") for p in pieces[1:]]
     source = [p.lstrip("▁") for p in tokenizer.tokens(sentence)] + ["</s>"]
-    return source, predicted, model.decoder.layers[-1].src_attn.attn[0]
+    last: Any = model.decoder.layers[-1]
+    return source, predicted, last.src_attn.attn[0]
 
 
-def draw():
+def draw() -> Figure:
     source, predicted, weights = source_attention()
     h, rows, cols = weights.shape
     per_row = 2  # heads side by side in one heatmap, one blank column between two heads

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -17,6 +18,7 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
 import torch
+from matplotlib.figure import Figure
 
 from vanilla_transformer import sinusoid_table
 from vanilla_transformer.data.tokenizer import EOS
@@ -27,13 +29,13 @@ SENTENCE = "four hundred and forty-one"
 FONT = 11
 
 
-def parts(sentence: str = SENTENCE):
+def parts(sentence: str = SENTENCE) -> tuple[list[str], torch.Tensor, torch.Tensor, torch.Tensor]:
     """(tokens, scaled embeddings, encoding, sum), each (seq_len, d_model), from the model."""
     model, tokenizer = load_translator(TRANSLATOR)
     model.eval()
     ids = torch.tensor([tokenizer.encode(sentence) + [EOS]])
     tokens = [t.lstrip("▁") for t in tokenizer.tokens(sentence)] + ["</s>"]
-    embed = model.src_embed[0]
+    embed: Any = model.src_embed[0]  # type: ignore[index]
     with torch.no_grad():
         scaled = embed.lut(ids)[0] * math.sqrt(embed.d_model)
         total = model.src_embed(ids)[0]
@@ -42,7 +44,7 @@ def parts(sentence: str = SENTENCE):
     return tokens, scaled, pe, total
 
 
-def draw():
+def draw() -> Figure:
     tokens, scaled, pe, total = parts()
     d_model = scaled.size(1)
     fig, axes = plt.subplots(3, 1, figsize=(4.9, 5.3), sharex=True)
@@ -52,7 +54,7 @@ def draw():
         (total, tokens, "= the encoder's input"),
     ]
     limit = float(max(scaled.abs().max(), total.abs().max()))
-    for ax, (values, labels, title) in zip(axes, panels):
+    for ax, (values, labels, title) in zip(axes, panels, strict=True):
         image = ax.imshow(values, cmap="RdBu_r", vmin=-limit, vmax=limit, aspect="auto",
                           interpolation="nearest")
         ax.set_yticks(range(len(labels)), labels, fontsize=FONT)

@@ -17,6 +17,7 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.figure import Figure
 
 from vanilla_transformer import sinusoid_table
 
@@ -30,12 +31,12 @@ def speeds(d_model: int = D_MODEL) -> list[float]:
     return [1 / 10000 ** (2 * i / d_model) for i in range(d_model // 2)]
 
 
-def draw():
+def draw() -> Figure:
     pe = sinusoid_table(POSITIONS, D_MODEL)
     colours = plt.get_cmap("viridis")(np.linspace(0, 0.85, POSITIONS))
     fig, axes = plt.subplots(1, 2, figsize=(4.5, 2.8))
     circle = np.linspace(0, 2 * math.pi, 200)
-    for ax, pair in zip(axes, PAIRS):
+    for ax, pair in zip(axes, PAIRS, strict=True):
         w = speeds()[pair]
         ax.plot(np.sin(circle), np.cos(circle), color="#999999", lw=1)
         for pos in range(POSITIONS):

@@ -14,6 +14,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
 
 from vanilla_transformer import sinusoid_table
 
@@ -27,11 +28,10 @@ def wavelength(feature: int, d_model: int = D_MODEL) -> float:
     return 2 * math.pi * 10000 ** (2 * (feature // 2) / d_model)
 
 
-def draw():
+def draw() -> Figure:
     pe = sinusoid_table(MAX_LEN, D_MODEL)
-    colours = plt.get_cmap("tab10").colors
     fig, axes = plt.subplots(len(FEATURES), 1, figsize=(4.8, 4.0), sharex=True)
-    for ax, f, colour in zip(axes, FEATURES, colours):
+    for ax, f, colour in zip(axes, FEATURES, [f"C{i}" for i in range(len(FEATURES))], strict=True):
         ax.plot(pe[:, f], lw=1.8, color=colour, marker="o", markersize=2.5)
         ax.set_ylim(-1.25, 1.25)
         ax.set_yticks([-1, 1])

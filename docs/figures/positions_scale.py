@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -16,6 +17,7 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
 import torch
+from matplotlib.figure import Figure
 
 from vanilla_transformer import sinusoid_table
 from vanilla_transformer.training.translation import load_translator
@@ -27,7 +29,8 @@ FONT = 11
 def sizes() -> dict[str, float]:
     """Root mean square of the embedding, the scaled embedding and the encoding."""
     model, _ = load_translator(TRANSLATOR)
-    lut = model.src_embed[0].lut.weight.detach()  # (vocab, d_model)
+    embed: Any = model.src_embed[0]  # type: ignore[index]
+    lut = embed.lut.weight.detach()  # (vocab, d_model)
     d_model = lut.size(1)
 
     def rms(t: torch.Tensor) -> float:
@@ -40,12 +43,12 @@ def sizes() -> dict[str, float]:
     }
 
 
-def draw():
+def draw() -> Figure:
     values = sizes()
     names = list(values)
     fig, ax = plt.subplots(figsize=(4.8, 1.9))
     bars = ax.barh(names, list(values.values()), color=["#7a9cc6", "#3060a8", "#e08a2c"])
-    for bar, v in zip(bars, values.values()):
+    for bar, v in zip(bars, values.values(), strict=True):
         ax.text(bar.get_width() + 0.02, bar.get_y() + bar.get_height() / 2, f"{v:.3f}",
                 va="center", fontsize=FONT)
     ax.invert_yaxis()

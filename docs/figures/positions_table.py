@@ -12,6 +12,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
 
 from vanilla_transformer import sinusoid_table
 
@@ -19,7 +20,7 @@ FONT = 11
 POSITIONS, D_MODEL = 10, 8
 
 
-def draw():
+def draw() -> Figure:
     pe = sinusoid_table(POSITIONS, D_MODEL)
     fig, ax = plt.subplots(figsize=(4.7, 4.6))
     ax.imshow(pe, cmap="RdBu_r", vmin=-1.6, vmax=1.6, aspect="auto")
