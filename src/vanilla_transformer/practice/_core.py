@@ -69,6 +69,9 @@ class Step:
         summary: one line on what it computes.
         stages: a description of each stage, by key.
         mistakes: the classic mistakes this step recognises.
+        tolerance: `(rtol, atol)` for every float comparison, or `None` for the dtype's own
+            (the positional table is float32 whatever the input's dtype, so its step uses
+            float32's).
     """
 
     name = ""
@@ -77,6 +80,7 @@ class Step:
     summary = ""
     stages: ClassVar[dict[str, str]] = {}
     mistakes: tuple[Mistake, ...] = ()
+    tolerance: tuple[float, float] | None = None
 
     def cases(self, seed: int) -> list[Case]:
         """The inputs, made from `seed` (every case has its own reference weights)."""
@@ -160,7 +164,8 @@ def _tolerance(dtype: torch.dtype) -> tuple[float, float]:
     return 1e-4, 2e-5
 
 
-def tensor_difference(expected: Any, got: Any, name: str = "output") -> str | None:
+def tensor_difference(expected: Any, got: Any, name: str = "output",
+                      tolerance: tuple[float, float] | None = None) -> str | None:
     """How `got` differs from `expected`, in one sentence, or `None` if they agree.
 
     Floats agree within a tolerance of their dtype (float32: relative 1e-4, absolute 2e-5);
@@ -171,6 +176,7 @@ def tensor_difference(expected: Any, got: Any, name: str = "output") -> str | No
         expected: the reference's tensor (or a Python value).
         got: the learner's.
         name: what to call the tensor.
+        tolerance: `(rtol, atol)`, or `None` for the dtype's.
 
     Returns:
         `None`, or a sentence such as
@@ -201,7 +207,7 @@ def tensor_difference(expected: Any, got: Any, name: str = "output") -> str | No
     else:
         if not out.is_floating_point():
             return f"{name}: expected floats ({exp.dtype}), got {out.dtype}"
-        rtol, atol = _tolerance(exp.dtype)
+        rtol, atol = tolerance or _tolerance(exp.dtype)
         e64, o64 = exp.double(), out.double()
         differ = ~torch.isclose(o64, e64, rtol=rtol, atol=atol, equal_nan=True)
     count = int(differ.sum())
@@ -228,12 +234,13 @@ def _short(value: object) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _first_difference(expected: Outputs, got: Outputs) -> tuple[str, str] | None:
+def _first_difference(expected: Outputs, got: Outputs,
+                      tolerance: tuple[float, float] | None = None) -> tuple[str, str] | None:
     """The first stage of `expected` that `got` has and that differs, with the sentence."""
     for stage, value in expected.items():
         if stage not in got:
             continue
-        text = tensor_difference(value, got[stage], stage)
+        text = tensor_difference(value, got[stage], stage, tolerance)
         if text is not None:
             return stage, text
     return None
@@ -248,7 +255,8 @@ class _Failure:
     difference: tuple[str, str] | None = None
 
 
-def _matches(mistake: Mistake, failures: Sequence[_Failure]) -> bool:
+def _matches(mistake: Mistake, failures: Sequence[_Failure],
+             tolerance: tuple[float, float] | None) -> bool:
     tried = 0
     for failure in failures:
         if failure.got is None:
@@ -258,7 +266,7 @@ def _matches(mistake: Mistake, failures: Sequence[_Failure]) -> bool:
         except Exception:  # noqa: BLE001 - a mistake that cannot run on this input is not it
             return False
         shared = {k: v for k, v in outputs.items() if k in failure.got}
-        if not shared or _first_difference(shared, failure.got) is not None:
+        if not shared or _first_difference(shared, failure.got, tolerance) is not None:
             return False
         tried += 1
         if tried == 4:
@@ -307,13 +315,13 @@ def run_step(step: Step, implementation: Any, seed: int = 0) -> CheckResult:
             except Exception as error:  # noqa: BLE001 - the learner's code may raise anything
                 failures.append(_Failure(case, expected, error=error))
                 continue
-            difference = _first_difference(expected, got)
+            difference = _first_difference(expected, got, step.tolerance)
             if difference is not None:
                 failures.append(_Failure(case, expected, got, difference=difference))
         if not failures:
             message = f"{step.name}: passed, on all {len(cases)} inputs."
             return CheckResult(step.name, True, message, len(cases), 0)
-        mistake = next((m for m in step.mistakes if _matches(m, failures)), None)
+        mistake = next((m for m in step.mistakes if _matches(m, failures, step.tolerance)), None)
     return _failed(step, cases, failures, mistake)
 
 
@@ -324,7 +332,8 @@ def _failed(step: Step, cases: Sequence[Case], failures: Sequence[_Failure],
              _paragraph("Smallest input that shows it: ", first.case.description + ".")]
     stage = None
     if first.error is not None:
-        lines.append(_paragraph(f"Your {step.obj} raised ", _error_text(first.error) + "."))
+        lines.append(_paragraph(f"Your {step.obj} raised ", _error_text(first.error).rstrip(".")
+                                + "."))
     elif first.difference is not None:
         stage, text = first.difference
         if len(first.expected) > 1:

@@ -351,6 +351,7 @@ def _pe_variant(case: Case, **how: Any) -> Outputs:
 class PositionalEncodingStep(Step):
     name, obj, kind = "positional_encoding", "PositionalEncoding", "class"
     summary = "PositionalEncoding(d_model, dropout, max_len=5000): x + the sinusoid table"
+    tolerance = (1e-4, 2e-5)
     mistakes = (
         Mistake("sin and cos swapped",
                 "Even features (0, 2, 4, ...) hold sines and odd features cosines: "
