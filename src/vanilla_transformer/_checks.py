@@ -198,6 +198,6 @@ def check_keep_mask_values(mask: torch.Tensor, name: str = "mask") -> None:
 
 def check_choice(name: str, value: object, choices: tuple[str, ...]) -> str:
     """Return `value` if it is one of `choices`, else raise."""
-    if value not in choices:
+    if not isinstance(value, str) or value not in choices:
         raise ValueError(f"{name} must be one of {choices}, got {value!r}")
-    return value  # type: ignore[return-value]
+    return value

@@ -156,14 +156,14 @@ def trace_shapes(
     open_calls: dict[int, list[list[Any]]] = {}
     handles = []
 
-    def make_hooks(name: str, module: nn.Module) -> tuple[Callable, Callable]:
-        def pre_hook(mod: nn.Module, a: tuple, kw: dict) -> None:
+    def make_hooks(name: str, module: nn.Module) -> tuple[Callable[..., None], Callable[..., None]]:
+        def pre_hook(mod: nn.Module, a: tuple[Any, ...], kw: dict[str, Any]) -> None:
             inputs = tuple(tuple(t.shape) for t in _tensors((a, kw)))
             slot = [name, type(mod).__name__, inputs, None]
             slots.append(slot)
             open_calls.setdefault(id(mod), []).append(slot)
 
-        def post_hook(mod: nn.Module, a: tuple, kw: dict, out: Any) -> None:
+        def post_hook(mod: nn.Module, a: tuple[Any, ...], kw: dict[str, Any], out: Any) -> None:
             open_calls[id(mod)].pop()[3] = _output_shape(out)
 
         return pre_hook, post_hook

@@ -10,7 +10,8 @@ lesson [Masks][masks-lesson].
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import cast
 
 import torch
 
@@ -44,8 +45,8 @@ def _as_ids(sequence: object, name: str) -> torch.Tensor:
         ids = ids.long()
     if ids.dtype not in INTEGER_DTYPES:
         if ids.dim() == 1 and not isinstance(sequence, torch.Tensor):
-            bad = next((v for v in sequence if isinstance(v, bool) or not isinstance(v, int)),
-                       None)  # type: ignore[union-attr]
+            values = cast("Iterable[object]", sequence)  # torch.as_tensor read it as a sequence
+            bad = next((v for v in values if isinstance(v, bool) or not isinstance(v, int)), None)
             detail = f"the value {bad!r} ({type(bad).__name__})"
         else:
             detail = f"dtype {ids.dtype}"

@@ -258,7 +258,7 @@ def _word_encoder(tokenizer: SharedTokenizer) -> Callable[[list[str]], list[list
     return encode
 
 
-def _write_ids(path: Path, tokenizer: SharedTokenizer, out: Path, chunk_size: int) -> dict:
+def _write_ids(path: Path, tokenizer: SharedTokenizer, out: Path, chunk_size: int) -> dict[str, Any]:
     files = [open(out / name, "wb") for name in _FILES]
     src_f, tgt_f, src_off_f, tgt_off_f = files
     ends = [0, 0]

@@ -47,9 +47,9 @@ DEFAULT_ALWAYS_FIRST = 1000
 
 
 def _check_lang(lang: object) -> str:
-    if lang not in LANGUAGES:
+    if not isinstance(lang, str) or lang not in LANGUAGES:
         raise ValueError(f"lang must be one of {LANGUAGES}, got {lang!r}")
-    return lang  # type: ignore[return-value]
+    return lang
 
 
 def number_words(n: int, lang: str = "en") -> str:

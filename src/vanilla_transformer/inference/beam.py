@@ -10,7 +10,7 @@ Taught in the lesson [Decoding][decoding-lesson].
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Literal, NamedTuple, overload
 
 import torch
 
@@ -122,6 +122,40 @@ def sequence_log_prob(
                        _target_mask(ys.size(1) - 1, ys.device))
     logp = model.generator(out)  # (batch, length - 1, vocab)
     return logp.gather(-1, ys[:, 1:].unsqueeze(-1).long()).squeeze(-1).sum(-1)
+
+
+@overload
+def beam_search(
+    model: EncoderDecoder,
+    src: torch.Tensor,
+    src_mask: torch.Tensor | None,
+    max_len: int,
+    start_symbol: int,
+    end_symbol: int | None = ...,
+    beam_size: int = ...,
+    length_penalty: float = ...,
+    *,
+    pad_symbol: int | None = ...,
+    use_cache: bool = ...,
+    return_all: Literal[False] = ...,
+) -> tuple[torch.Tensor, torch.Tensor]: ...
+
+
+@overload
+def beam_search(
+    model: EncoderDecoder,
+    src: torch.Tensor,
+    src_mask: torch.Tensor | None,
+    max_len: int,
+    start_symbol: int,
+    end_symbol: int | None = ...,
+    beam_size: int = ...,
+    length_penalty: float = ...,
+    *,
+    pad_symbol: int | None = ...,
+    use_cache: bool = ...,
+    return_all: Literal[True],
+) -> tuple[torch.Tensor, torch.Tensor, list[list[Hypothesis]]]: ...
 
 
 @torch.no_grad()

@@ -20,6 +20,7 @@ from torch import nn
 from .._checks import check_non_negative_int, check_positive_int
 from ..data.batching import pad_sequences
 from ..data.tokenizer import BOS, EOS, PAD, SharedTokenizer
+from ..model.encoder_decoder import EncoderDecoder
 from .beam import beam_search
 from .greedy import _model_device, greedy_decode
 
@@ -31,7 +32,7 @@ MAX_EXTRA = 50
 
 @torch.no_grad()
 def translate_sentences(
-    model: nn.Module,
+    model: EncoderDecoder,
     tokenizer: SharedTokenizer,
     sentences: Sequence[str],
     *,
@@ -87,7 +88,7 @@ def translate_sentences(
 
 @torch.no_grad()
 def translate_ids(
-    model: nn.Module,
+    model: EncoderDecoder,
     sources: Sequence[Sequence[int]],
     *,
     beam_size: int = 4,

@@ -7,6 +7,8 @@ Taught in the lesson [Decoding][decoding-lesson].
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 import torch
 from torch import nn
 
@@ -17,8 +19,10 @@ from ..model.masks import as_keep_mask, subsequent_mask
 
 __all__ = ['embed_last_position', 'greedy_decode']
 
+M = TypeVar("M", bound=nn.Module)
 
-def _find(module: object, cls: type[nn.Module]) -> nn.Module | None:
+
+def _find(module: object, cls: type[M]) -> M | None:
     if not isinstance(module, nn.Module):
         return None
     return next((m for m in module.modules() if isinstance(m, cls)), None)

@@ -47,16 +47,16 @@ class KVCache:
         A filled static cache returns what it holds without calling `project`; otherwise the new
         keys and values are appended along the length axis.
         """
-        if self.static and self.k is not None:
+        if self.static and self.k is not None and self.v is not None:
             return self.k, self.v
         k, v = project()
-        if self.k is not None:
+        if self.k is not None and self.v is not None:
             k, v = torch.cat([self.k, k], dim=2), torch.cat([self.v, v], dim=2)
         self.k, self.v = k, v
         return k, v
 
     def reorder(self, index: torch.Tensor) -> None:
         """Select batch rows (e.g. surviving beams) in place: `k = k[index]`."""
-        if self.k is not None:
+        if self.k is not None and self.v is not None:
             self.k = self.k.index_select(0, index)
             self.v = self.v.index_select(0, index)

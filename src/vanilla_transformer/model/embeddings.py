@@ -118,6 +118,8 @@ class PositionalEncoding(nn.Module):
         True
     """
 
+    pe: torch.Tensor  # the registered buffer (1, max_len, d_model)
+
     def __init__(self, d_model: int, dropout: float, max_len: int = 5000) -> None:
         super().__init__()
         check_positive_int("d_model", d_model)

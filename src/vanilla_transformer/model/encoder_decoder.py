@@ -9,6 +9,7 @@ needs one, and gives every weight matrix Xavier-uniform initial values. Taught i
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 import torch
 from torch import nn
@@ -158,6 +159,7 @@ class EncoderDecoder(nn.Module):
     def _check_ids(ids: object, embed: nn.Module, name: str) -> None:
         table = next((m for m in embed.modules() if isinstance(m, nn.Embedding)), None)
         check_token_ids(ids, None if table is None else table.num_embeddings, name)
+        assert isinstance(ids, torch.Tensor)  # check_token_ids raised otherwise
         if ids.size(0) == 0 or ids.size(1) == 0:
             raise ValueError(f"{name} of shape {tuple(ids.shape)} is empty: a batch needs at "
                              "least one sequence of at least one token")
@@ -175,23 +177,25 @@ class EncoderDecoder(nn.Module):
 def _build(config: ModelConfig) -> EncoderDecoder:
     c = copy.deepcopy
     d_model, dropout = config.d_model, config.dropout
-    arrangement = dict(norm_first=config.norm_first, layer_norm=config.layer_norm)
+    norm_first, layer_norm = config.norm_first, config.layer_norm
     attn = MultiHeadedAttention(config.h, d_model, config.attention_dropout)
     ff = PositionwiseFeedForward(d_model, config.d_ff, config.feed_forward_dropout)
     position = PositionalEncoding(d_model, dropout, config.max_len)
     final_norm = config.has_final_norm
+    src_embed = Embeddings(d_model, config.src_vocab)
+    tgt_embed = Embeddings(d_model, config.tgt_vocab)
     model = EncoderDecoder(
-        Encoder(EncoderLayer(d_model, c(attn), c(ff), dropout, **arrangement), config.N,
-                final_norm=final_norm),
-        Decoder(DecoderLayer(d_model, c(attn), c(attn), c(ff), dropout, **arrangement), config.N,
-                final_norm=final_norm),
-        nn.Sequential(Embeddings(d_model, config.src_vocab), c(position)),
-        nn.Sequential(Embeddings(d_model, config.tgt_vocab), c(position)),
+        Encoder(EncoderLayer(d_model, c(attn), c(ff), dropout, norm_first=norm_first,
+                             layer_norm=layer_norm), config.N, final_norm=final_norm),
+        Decoder(DecoderLayer(d_model, c(attn), c(attn), c(ff), dropout, norm_first=norm_first,
+                             layer_norm=layer_norm), config.N, final_norm=final_norm),
+        nn.Sequential(src_embed, c(position)),
+        nn.Sequential(tgt_embed, c(position)),
         Generator(d_model, config.tgt_vocab, bias=config.generator_bias),
     )
     if config.tie_weights:  # section 3.4: one matrix for both embeddings and the generator
-        shared = model.src_embed[0].lut.weight
-        model.tgt_embed[0].lut.weight = shared
+        shared = src_embed.lut.weight
+        tgt_embed.lut.weight = shared
         model.generator.proj.weight = shared
     return model
 
@@ -204,7 +208,7 @@ def make_model(
     d_ff: int = 2048,
     h: int = 8,
     dropout: float = 0.1,
-    **options: object,
+    **options: Any,
 ) -> EncoderDecoder:
     """Build a Transformer from hyperparameters, with Xavier-uniform initial weights.
 

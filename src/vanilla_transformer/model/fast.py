@@ -16,6 +16,7 @@ length 1024 but not at 64 or 256. The [Performance][performance-guide] page has 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -98,14 +99,18 @@ class _AnnotatedLayerNorm(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, x, a, b, eps):  # type: ignore[override]
+    def forward(
+        ctx: Any, x: torch.Tensor, a: torch.Tensor, b: torch.Tensor, eps: float
+    ) -> torch.Tensor:
         xhat, std, inv = _normalise(x, eps)
         ctx.save_for_backward(xhat, std, inv, a)
         return torch.addcmul(b, xhat, a)
 
     @staticmethod
     @once_differentiable
-    def backward(ctx, grad):  # type: ignore[override]
+    def backward(
+        ctx: Any, grad: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, None]:
         xhat, std, inv, a = ctx.saved_tensors
         n = xhat.size(-1)
         g = grad * a
@@ -143,9 +148,10 @@ def fast_layer_norm(x: torch.Tensor, a: torch.Tensor, b: torch.Tensor, eps: floa
         >>> torch.allclose(fast_layer_norm(x, a, b, 1e-6), y, atol=1e-6)
         True
     """
-    if (torch.compiler.is_compiling() or torch.jit.is_tracing() or torch.onnx.is_in_onnx_export()
+    tracing = torch.jit.is_tracing()  # type: ignore[attr-defined, no-untyped-call]
+    if (torch.compiler.is_compiling() or tracing or torch.onnx.is_in_onnx_export()
             or not x.dtype == a.dtype == b.dtype):
         return a * (x - x.mean(-1, keepdim=True)) / (x.std(-1, keepdim=True) + eps) + b
     if torch.is_grad_enabled() and (x.requires_grad or a.requires_grad or b.requires_grad):
-        return _AnnotatedLayerNorm.apply(x, a, b, eps)
+        return _AnnotatedLayerNorm.apply(x, a, b, eps)  # type: ignore[no-untyped-call]
     return torch.addcmul(b, _normalise(x, eps)[0], a)
