@@ -190,7 +190,7 @@ def test_a_run_fed_a_file_checks_the_file_on_resume(corpus, tmp_path):
     train_translation(tsv, corpus["valid"], tmp_path / "run", model_options=TINY,
                       config=_config(max_steps=5), progress=False)
     write_tsv(tsv, corpus["train"][:60])
-    with pytest.raises(ValueError, match="pass --new-data"):
+    with pytest.raises(ValueError, match="pass new_data=True"):
         train_translation(tsv, corpus["valid"], tmp_path / "run", model_options=TINY,
                           config=_config(max_steps=8), resume=True, progress=False)
     run = train_translation(tsv, corpus["valid"], tmp_path / "run", model_options=TINY,

@@ -30,10 +30,11 @@ from .options import (
     OneLineParser,
     add_config_arguments,
     config_values,
+    flag_message,
 )
 
 if TYPE_CHECKING:
-    from ..model.config import ModelConfig
+    from ..config import ModelConfig
 
 __all__ = [
     "PROG",
@@ -163,7 +164,7 @@ def config_from_args(args: argparse.Namespace) -> ModelConfig:
         >>> cfg.d_model, cfg.src_vocab, cfg.tie_weights, cfg.norm_first
         (1024, 37000, True, True)
     """
-    from ..model.config import PRESETS, ModelConfig
+    from ..config import PRESETS, ModelConfig
 
     values: dict[str, Any] = dict(PRESETS[args.preset]) if args.preset else {}
     if args.preset:
@@ -263,17 +264,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exit_:  # --help, or an argparse error already printed
         return exit_.code if isinstance(exit_.code, int) else 1
+
     def fail(message: object, status: int) -> int:
         text = " ".join(str(message).split())
         print(f"{PROG} {args.command}: error: {text}", file=sys.stderr, flush=True)
         return status
 
     try:
-        return args.handler(args)
+        status: int = args.handler(args)
+        return status
     except CommandFailed as error:
         return fail(error, error.status)
-    except (ValueError, TypeError) as error:
-        return fail(error, 2)
+    except (ValueError, TypeError) as error:  # the library's keyword names become flags
+        return fail(flag_message(error), 2)
     except BrokenPipeError:  # the reader went away, e.g. `... | head`: not an error
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keep Python's exit flush quiet
         return 0

@@ -10,41 +10,27 @@ import argparse
 import math
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ..config import COPY_MODEL, CopyTaskConfig
+from ..config.model import check_seed
 from .options import (
     ModelField,
     add_config_arguments,
     add_field_arguments,
+    check_threads,
     config_values,
+    fields_of,
 )
-
-if TYPE_CHECKING:
-    from ..training.copy_task import CopyTaskConfig
 
 __all__ = ['MAX_EVAL_SIZE', 'TASK_FIELDS', 'TASK_DEFAULTS', 'MODEL_DEFAULTS', 'add_task_arguments',
            'task_config_from_args', 'register', 'run_copy_task', 'main']
 
-# CopyTaskConfig's fields, written out so that --help imports no PyTorch (a test checks them
-# against the class: names, types, defaults and each field's metadata["help"])
-TASK_FIELDS: tuple[ModelField, ...] = (
-    ModelField("vocab", "int", 11, "vocabulary size"),
-    ModelField("seq_len", "int", 10, "sequence length, start symbol included"),
-    ModelField("batch_size", "int", 64, "sequences per batch (per rank when distributed)"),
-    ModelField("steps", "int", 400, "optimizer steps"),
-    ModelField("accum_iter", "int", 1, "batches per optimizer step"),
-    ModelField("warmup", "int", 100, "learning-rate warm-up steps"),
-    ModelField("factor", "float", 1.0, "learning-rate scale"),
-    ModelField("smoothing", "float", 0.1, "label smoothing"),
-    ModelField("seed", "int", 0, "random seed"),
-)
+TASK_FIELDS: tuple[ModelField, ...] = fields_of(CopyTaskConfig, exclude={"model"})
 """`CopyTaskConfig`'s fields other than `model`."""
 TASK_DEFAULTS: dict[str, Any] = {f.name: f.default for f in TASK_FIELDS}
 """`CopyTaskConfig()`'s fields other than `model`, with their values."""
-MODEL_DEFAULTS: dict[str, Any] = dict(
-    src_vocab=11, tgt_vocab=11, N=1, d_model=64, d_ff=256, h=4, dropout=0.0, tie_weights=False,
-    norm_first=True, layer_norm="annotated", final_norm=None, generator_bias=True, max_len=5000,
-    attn_dropout=None, ff_dropout=None)
+MODEL_DEFAULTS: dict[str, Any] = COPY_MODEL.to_dict()
 """`COPY_MODEL.to_dict()`, the copy task's default model."""
 
 MAX_EVAL_SIZE = 1_000_000
@@ -88,9 +74,6 @@ def task_config_from_args(args: argparse.Namespace) -> CopyTaskConfig:
     Raises:
         ValueError: for a value out of range. TypeError: for a value of the wrong type.
     """
-    from .._checks import check_seed
-    from ..training.copy_task import COPY_MODEL, CopyTaskConfig
-
     check_seed(args.seed, "--seed")
     return CopyTaskConfig(
         vocab=args.vocab, seq_len=args.seq_len, model=COPY_MODEL.replace(**config_values(args)),
@@ -184,9 +167,9 @@ def run_copy_task(args: argparse.Namespace) -> int:
     """
     import torch
 
-    from .._checks import check_non_negative_int, check_positive_int, check_seed
+    from .._checks import check_non_negative_int, check_positive_int
 
-    check_positive_int("--threads", args.threads)
+    check_threads(args.threads)
     check_positive_int("--eval-size", args.eval_size)
     if args.eval_size > MAX_EVAL_SIZE:
         raise ValueError(f"--eval-size must be at most {MAX_EVAL_SIZE}, got {args.eval_size}")

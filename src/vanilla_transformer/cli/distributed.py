@@ -14,13 +14,11 @@ from __future__ import annotations
 import argparse
 import os
 
+from ..config import DEFAULT_TIMEOUT
 from .copy_task import add_task_arguments, task_config_from_args
+from .options import check_threads
 
-DEFAULT_TIMEOUT = 300.0
-"""`training.distributed.DEFAULT_TIMEOUT`, written out so that `--help` imports no PyTorch (a
-test checks that they agree)."""
-
-__all__ = ['main']
+__all__ = ['DEFAULT_TIMEOUT', 'main']
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,15 +56,18 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     import torch
 
-    from .._checks import check_positive_int
     from .._io import atomic_torch_save
     from ..training.distributed import train_distributed
+    from ..training.ranks import check_fits_memory, check_timeout
 
     try:
-        check_positive_int("--threads", args.threads)
+        check_threads(args.threads)
         config = task_config_from_args(args)
-        if not args.timeout > 0:  # NaN included
-            raise ValueError(f"--timeout must be a positive number of seconds, got {args.timeout}")
+        if not 0 < args.timeout <= 10**9:  # NaN and infinity included
+            raise ValueError(f"--timeout must be a positive, finite number of seconds, got "
+                             f"{args.timeout}")
+        check_timeout(args.timeout)
+        check_fits_memory(config.model, torch.device("cpu"))
         if args.out:
             os.makedirs(args.out, exist_ok=True)
     except (ValueError, TypeError, OSError) as error:  # before joining the group: one line

@@ -1,26 +1,31 @@
-"""Command-line options generated from the fields of `ModelConfig`, the one list of a model's
-hyperparameters.
+"""Command-line options generated from the fields of the configuration dataclasses in
+[`vanilla_transformer.config`][vanilla_transformer.config], which import without PyTorch.
 
 Every subcommand that builds or describes a model (`params`, `copy-task`, `translate train`,
 the `torchrun` entry) adds its model options with
 [`add_config_arguments`][vanilla_transformer.cli.options.add_config_arguments] and reads them
-back with [`config_values`][vanilla_transformer.cli.options.config_values]. A new field of
-[`ModelConfig`][vanilla_transformer.model.config.ModelConfig] becomes an option everywhere once
-it is added to [`MODEL_FIELDS`][vanilla_transformer.cli.options.MODEL_FIELDS], the fields as
-`--help` needs them: that list is written out here so that `--help` imports no PyTorch, and a
-test checks each entry against `dataclasses.fields(ModelConfig)`: its name, type, default and
-help, the field's `metadata["help"]`. No help is read out of a docstring.
+back with [`config_values`][vanilla_transformer.cli.options.config_values]; a task's own
+settings come from its dataclass's fields ([`fields_of`][vanilla_transformer.cli.options.fields_of]).
+A field's help is its `metadata["help"]`: a new field becomes an option everywhere, with no
+list to copy it into.
+
+The library names its arguments in its errors (`d_model=32`, `overwrite=True`); an error that
+lists them in `keywords` is shown with the flags instead ([`flag_message`][vanilla_transformer.cli.options.flag_message]).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import re
 from collections.abc import Collection, Mapping
 from typing import Any, NamedTuple, NoReturn
 
+from ..config import LAYER_NORMS, PRESETS, ModelConfig
+
 __all__ = ["OneLineParser", "CommandFailed", "ModelField", "MODEL_FIELDS", "LAYER_NORMS",
-           "PRESET_NAMES", "add_config_arguments", "add_field_arguments", "config_values"]
+           "PRESET_NAMES", "MAX_THREADS", "check_threads", "fields_of", "flag", "flag_message", "add_config_arguments",
+           "add_field_arguments", "config_values"]
 
 
 class ModelField(NamedTuple):
@@ -34,43 +39,52 @@ class ModelField(NamedTuple):
     help: str
 
 
-_REQUIRED: Any = dataclasses.MISSING
+def fields_of(cls: type, exclude: Collection[str] = ()) -> tuple[ModelField, ...]:
+    """The fields of a configuration dataclass as options need them, in order.
 
-MODEL_FIELDS: tuple[ModelField, ...] = (
-    ModelField("src_vocab", "int", _REQUIRED,
-               "source vocabulary size (0 allowed: no source embedding rows)"),
-    ModelField("tgt_vocab", "int", _REQUIRED, "target vocabulary size (0 allowed)"),
-    ModelField("N", "int", 6, "number of encoder layers and of decoder layers"),
-    ModelField("d_model", "int", 512, "model width"),
-    ModelField("d_ff", "int", 2048, "feed-forward hidden width"),
-    ModelField("h", "int", 8, "number of attention heads; must divide `d_model`"),
-    ModelField("dropout", "float", 0.1, "dropout probability in [0, 1)"),
-    ModelField("tie_weights", "bool", False,
-               "share one matrix between the source embedding, the target embedding and the "
-               "generator (paper section 3.4)"),
-    ModelField("norm_first", "bool", True,
-               "pre-norm residual blocks (the Annotated Transformer) or post-norm (the paper)"),
-    ModelField("layer_norm", "str", "annotated",
-               '`"annotated"` (unbiased std, eps 1e-6 added to the std) or `"torch"` '
-               "(`nn.LayerNorm`: biased variance, eps 1e-5 inside the square root)"),
-    ModelField("final_norm", "bool | None", None, "whether each stack ends with a LayerNorm"),
-    ModelField("generator_bias", "bool", True,
-               "whether the generator's projection has a bias (the Annotated Transformer's has)"),
-    ModelField("max_len", "int", 5000, "length of the positional-encoding table"),
-    ModelField("attn_dropout", "float | None", None, "dropout on the attention weights"),
-    ModelField("ff_dropout", "float | None", None,
-               "dropout on the feed-forward network's hidden activations, between the ReLU "
-               "and `W_2`"),
-)
-"""The fields of [`ModelConfig`][vanilla_transformer.model.config.ModelConfig], in order, with
-their defaults (`dataclasses.MISSING` for the vocabularies) and their `metadata["help"]`; a test
-checks them against the class."""
+    Examples:
+        >>> from vanilla_transformer.config import TranslationConfig
+        >>> fields_of(TranslationConfig)[0]
+        ModelField(name='vocab_size', type='int', default=250, help='size of the shared byte-pair vocabulary')
+    """
+    return tuple(ModelField(f.name, str(f.type), f.default, f.metadata["help"])
+                 for f in dataclasses.fields(cls) if f.name not in exclude)
 
-LAYER_NORMS = ("annotated", "torch")
-"""`vanilla_transformer.model.layers.LAYER_NORMS`, for `--layer-norm`'s choices."""
 
-PRESET_NAMES = ("base", "big", "paper-base", "paper-big")
-"""The names of `vanilla_transformer.model.config.PRESETS`, for `--preset`'s choices."""
+MODEL_FIELDS: tuple[ModelField, ...] = fields_of(ModelConfig)
+"""The fields of [`ModelConfig`][vanilla_transformer.config.model.ModelConfig], in order, with
+their defaults (`dataclasses.MISSING` for the vocabularies) and their `metadata["help"]`."""
+
+PRESET_NAMES = tuple(sorted(PRESETS))
+"""The names of `vanilla_transformer.config.PRESETS`, for `--preset`'s choices."""
+
+_ALIASES = {"N": ["-N"]}
+
+
+def flag(name: str) -> str:
+    """The command-line flag of a keyword argument: `d_model` is `--d-model`, `N` is `-N`."""
+    return _ALIASES.get(name, ["--" + name.replace("_", "-")])[0]
+
+
+def flag_message(error: BaseException) -> str:
+    """The message of `error` with the keyword arguments it lists in `keywords` written as
+    flags: `name=True` as `--name`, `name=False` as `--no-name`, `name=V` as `--name V`, and
+    the bare name as `--name`.
+
+    Examples:
+        >>> from vanilla_transformer.training.run_folder import Refusal
+        >>> flag_message(Refusal("d_model=32 differs; drop d_model or use overwrite=True",
+        ...                      "d_model", "overwrite"))
+        '--d-model 32 differs; drop --d-model or use --overwrite'
+    """
+    text = str(error)
+    for name in sorted(getattr(error, "keywords", ()), key=len, reverse=True):
+        word = rf"(?<![\w\-]){re.escape(name)}"
+        text = re.sub(word + r"=True\b", flag(name), text)
+        text = re.sub(word + r"=False\b", "--no-" + name.replace("_", "-"), text)
+        text = re.sub(word + r"=", flag(name) + " ", text)
+        text = re.sub(word + r"(?![\w=])", flag(name), text)
+    return text
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -93,9 +107,20 @@ class CommandFailed(Exception):
         super().__init__(message)
         self.status = status
 
-_TYPES = {"int": int, "float": float, "float | None": float, "str": str}
+
+MAX_THREADS = 1024
+"""The most CPU threads `--threads` accepts."""
+
+
+def check_threads(value: int) -> int:
+    """`--threads`, refused unless in `[1, MAX_THREADS]`."""
+    if not 0 < value <= MAX_THREADS:
+        raise ValueError(f"--threads must be in [1, {MAX_THREADS}], got {value}")
+    return value
+
+
+_TYPES = {"int": int, "float": float, "float | None": float, "str": str, "int | None": int}
 _CHOICES = {"layer_norm": LAYER_NORMS}
-_ALIASES = {"N": ["-N"]}
 
 
 def add_config_arguments(
@@ -174,8 +199,7 @@ def add_field_arguments(
         7
     """
     for f in fields:
-        parser.add_argument("--" + f.name.replace("_", "-"), type=_TYPES[f.type],
-                            default=f.default, dest=f.name,
+        parser.add_argument(flag(f.name), type=_TYPES[f.type], default=f.default, dest=f.name,
                             help=f"{f.help} (default {f.default})".replace("%", "%%"))
 
 

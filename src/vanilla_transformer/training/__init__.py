@@ -1,10 +1,11 @@
-"""Training: the learning-rate schedule, label smoothing, the epoch loop, checkpoints,
-the copy task, distributed training, and training a translator on parallel text.
+"""Training: the learning-rate schedule, label smoothing, the loop (`run_epoch`, and `fit`
+with its callbacks), checkpoints, the processes of a run, the copy task, distributed training,
+and training a translator on parallel text.
 """
 
 from .schedule import rate, make_optimizer
 from .loss import LabelSmoothing, SimpleLossCompute, label_smoothed_kl
-from .loop import MODES, TrainState, run_epoch
+from .loop import MODES, FitProgress, TrainState, fit, run_epoch
 from .checkpoints import CHECKPOINT_FORMAT, save_checkpoint, load_checkpoint
 from .copy_task import COPY_MODEL, CopyTaskConfig, CopyTaskRun, train_copy_model, exact_match
 from .distributed import (
@@ -25,6 +26,8 @@ __all__ = [
     "MODES",
     "TrainState",
     "run_epoch",
+    "FitProgress",
+    "fit",
     "CHECKPOINT_FORMAT",
     "save_checkpoint",
     "load_checkpoint",

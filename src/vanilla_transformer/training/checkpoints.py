@@ -1,4 +1,10 @@
-"""Checkpoints: a model saved with its `ModelConfig`, so it can be rebuilt without its code.
+"""Every file a training run writes: its names, its formats, and how each is read back.
+
+A model file (`save_checkpoint`) holds a model with its `ModelConfig`, so it can be rebuilt
+without its code; a training checkpoint (`save_train_state`) holds everything a run needs to
+continue to the step. Both are plain data read with `torch.load(weights_only=True)`, written
+atomically, and a training checkpoint is read back as soon as it is written. Checkpoints are
+ordered by the step they hold, which their name repeats and loading checks.
 
 The sinusoid table of the positional encoding (section 3.5) is a buffer that the
 configuration recomputes, and the largest tensor of a small model: it is not saved. Files
@@ -10,17 +16,27 @@ Explained on the [Training the copy task][training-guide] page.
 from __future__ import annotations
 
 import collections
+import errno
+import json
 import os
+import re
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
 from typing import IO, Any
 
 import torch
 from torch import nn
 
-from .._io import atomic_torch_save
-from ..model.config import ModelConfig
-from ..model.encoder_decoder import make_model_from_config
+from .._io import atomic_write
+from ..config import ModelConfig
+from ..model.encoder_decoder import EncoderDecoder, make_model_from_config
 
 __all__ = [
+    "MODEL_FILE", "TOKENIZER_FILE", "CONFIG_FILE", "METRICS_FILE", "CHECKPOINTS", "LOCK_FILE",
+    "BEST_FILE", "IDS_FOLDER", "TENSORBOARD_FOLDER", "TRAIN_STATE_FORMAT",
+    "save_atomically", "write_json", "checkpoint_paths", "step_of", "save_train_state",
+    "load_train_state", "average_checkpoints",
     "CHECKPOINT_FORMAT",
     "save_checkpoint",
     "load_checkpoint",
@@ -30,8 +46,68 @@ __all__ = [
 ]
 
 
+MODEL_FILE, TOKENIZER_FILE, CONFIG_FILE, METRICS_FILE, CHECKPOINTS, LOCK_FILE = (
+    "model.pt", "tokenizer.json", "config.json", "metrics.jsonl", "checkpoints", ".lock")
+"""The files of a run folder: the final model, the tokenizer, the settings, the log, the
+training checkpoints' folder and the writer's lock."""
+
+BEST_FILE = "best.pt"
+"""In `CHECKPOINTS/`: the checkpoint with the best validation score (with `keep_best`)."""
+
+IDS_FOLDER = "ids"
+"""Where a run fed a TSV file keeps its token ids (`tokenize_corpus`), reused on resume."""
+
+TENSORBOARD_FOLDER = "tensorboard"
+"""Where `tensorboard=True` writes its event files."""
+
 CHECKPOINT_FORMAT = "vanilla-transformer-checkpoint"
 """The `format` field of files written by `save_checkpoint`."""
+
+TRAIN_STATE_FORMAT = "vanilla-transformer-train-state"
+"""The `format` field of the training checkpoints in `RUN/checkpoints/`."""
+
+_STEP_NAME = re.compile(r"step-(\d{1,30})\.pt")
+
+
+def save_atomically(path: str | os.PathLike[str], write: Any) -> None:
+    """`atomic_write(path, write)`, a full disk reported as one: `OSError(ENOSPC)` naming
+    `path`, where torch's writer says only "unexpected pos"."""
+    try:
+        atomic_write(path, write)
+    except RuntimeError as error:
+        folder = Path(os.fspath(path)).parent
+        full = shutil.disk_usage(folder).free < (1 << 20) or "unexpected pos" in str(error)
+        code = errno.ENOSPC if full else errno.EIO
+        raise OSError(code, os.strerror(code), os.fspath(path)) from error
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Write `data` as indented UTF-8 JSON, atomically."""
+    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    save_atomically(path, lambda f: f.write(text.encode("utf-8")))
+
+
+def step_of(path: Path) -> int:
+    """The step a checkpoint's name says it holds (`step-0000042.pt`: 42)."""
+    match = _STEP_NAME.fullmatch(path.name)
+    if match is None:
+        raise ValueError(f"{str(path)!r} is not named as a training checkpoint (step-N.pt)")
+    return int(match.group(1))
+
+
+def checkpoint_paths(out: str | os.PathLike[str]) -> list[Path]:
+    """The training checkpoints of a run folder, in the order of their steps.
+
+    Examples:
+        >>> import tempfile
+        >>> from vanilla_transformer.training.checkpoints import checkpoint_paths
+        >>> checkpoint_paths(tempfile.mkdtemp())
+        []
+    """
+    folder = Path(os.fspath(out)) / CHECKPOINTS
+    if not folder.is_dir():
+        return []
+    return sorted((p for p in folder.iterdir() if _STEP_NAME.fullmatch(p.name)), key=step_of)
 
 # what torch.load(..., weights_only=True) reads back
 _LEAVES = (type(None), bool, int, float, complex, str, bytes, torch.dtype, torch.device)
@@ -106,8 +182,7 @@ def check_weights_fit_config(
 ) -> None:
     """Check the sizes a configuration claims against the weights' shapes, before building it.
 
-    A configuration is only a few numbers, and building it allocates memory in proportion to
-    them: a file saying `N=10000` next to the weights of two layers must fail at once, not after
+    A file saying `N=10000` next to the weights of two layers fails at once, not after
     building ten thousand layers.
 
     Args:
@@ -155,25 +230,15 @@ def save_checkpoint(
 ) -> None:
     """Save a model built by `make_model` with its configuration, so it can be rebuilt later.
 
-    The file is written with `torch.save` and holds plain data only (the configuration as a
-    dict, the `state_dict`, and `metadata`), so
-    [`load_checkpoint`][vanilla_transformer.training.checkpoints.load_checkpoint] can read it with
-    `torch.load(..., weights_only=True)`; metadata that could not be read back is refused
-    before anything is written. The file is written whole or not at all: it goes to a
-    temporary file beside `path` that then replaces `path`, so a save that is killed halfway
-    leaves the previous checkpoint intact.
-
-    Args:
-        path: the file to write (its folder must exist), or a binary file object, which is
-            written as it is.
-        model: a model with a `config` (one built by `make_model` or `make_model_from_config`).
-        **metadata: extra plain values to store (numbers, strings, lists, dicts, tensors).
+    The file holds plain data only (the configuration as a dict, the `state_dict`, and
+    `metadata`), read back by `load_checkpoint` with `torch.load(..., weights_only=True)`;
+    metadata that could not be read back is refused before anything is written. A path is
+    written atomically (a killed save leaves the previous file whole); a file object as it is.
 
     Raises:
-        ValueError: if `model` has no `config`.
-        TypeError: if a metadata value is not plain data (a `pathlib.Path`, say: store
-            `str(path)`).
-        FileNotFoundError: if the folder of `path` does not exist.
+        ValueError: if `model` has no `config`. TypeError: if a metadata value is not plain
+            data (a `pathlib.Path`, say: store `str(path)`). FileNotFoundError: if the folder
+            of `path` does not exist. OSError: `ENOSPC` naming the file when the disk is full.
 
     Examples:
         >>> import tempfile, os
@@ -203,29 +268,19 @@ def save_checkpoint(
     if hasattr(path, "write"):  # a file object: its owner decides how it is written
         torch.save(data, path)
     else:
-        atomic_torch_save(data, path)
+        save_atomically(path, lambda f: torch.save(data, f))
 
 
 def load_checkpoint(
     path: str | os.PathLike[str], map_location: str | torch.device = "cpu"
-) -> tuple[nn.Module, dict[str, Any]]:
-    """Rebuild a model saved by [`save_checkpoint`][vanilla_transformer.training.checkpoints.save_checkpoint].
-
-    Args:
-        path: the file to read.
-        map_location: where to load the tensors.
-
-    Returns:
-        `(model, metadata)`: the model in eval mode with the saved weights, and the saved
-        metadata dict.
+) -> tuple[EncoderDecoder, dict[str, Any]]:
+    """Rebuild a model saved by [`save_checkpoint`][vanilla_transformer.training.checkpoints.save_checkpoint]:
+    `(model, metadata)`, the model in eval mode on `map_location`.
 
     Raises:
         ValueError: if the file is not such a checkpoint (another file, a truncated or
             corrupt one, or one whose weights do not fit its configuration).
         FileNotFoundError: if the file does not exist.
-
-    Examples:
-        See [`save_checkpoint`][vanilla_transformer.training.checkpoints.save_checkpoint].
     """
     name = repr(os.fspath(path))
     try:
@@ -246,8 +301,105 @@ def load_checkpoint(
     if not isinstance(data["config"], dict) or not isinstance(data["state_dict"], dict):
         raise ValueError(f"{name} is not a checkpoint written by save_checkpoint: its config "
                          "or state_dict is not a dict")
-    config = ModelConfig.from_dict(data["config"])
+    config = _config(data["config"], name)
     check_weights_fit_config(config, data["state_dict"], name)
     model = make_model_from_config(config)
     load_model_state(model, data["state_dict"], name)
+    if not isinstance(data["metadata"], dict):
+        raise ValueError(f"{name} is not a checkpoint written by save_checkpoint: its metadata "
+                         "is not a dict")
     return model.eval(), data["metadata"]
+
+
+def _config(data: Any, name: str) -> ModelConfig:
+    """The `ModelConfig` a file holds, any wrong shape or value one `ValueError` naming it."""
+    try:
+        return ModelConfig.from_dict(data)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{name} holds a bad model configuration: {error}") from None
+
+
+def _torch_load(path: str | os.PathLike[str]) -> Any:
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except OSError:
+        raise
+    except Exception as error:  # a truncated or foreign file; torch's warning kept in full
+        reason = " ".join(str(error).split())
+        raise ValueError(f"{os.fspath(path)}: not a readable checkpoint ({reason})") from None
+
+
+def save_train_state(path: Path, **state: Any) -> None:
+    """Write a training checkpoint atomically, then read it back: a file that does not load,
+    or holds another step, is an `OSError` naming it, at once rather than on resume."""
+    save_atomically(path, lambda f: torch.save(
+        {"format": TRAIN_STATE_FORMAT, "version": 2, **state}, f))
+    try:
+        held = load_train_state(path)["step"]
+    except ValueError as error:
+        raise OSError(errno.EIO, f"the checkpoint just written does not read back ({error})",
+                      str(path)) from None
+    if held != state.get("step"):
+        raise OSError(errno.EIO, f"the checkpoint just written holds step {held}, not "
+                      f"{state.get('step')}", str(path))
+
+
+def load_train_state(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read a training checkpoint with `torch.load(weights_only=True)`.
+
+    Raises:
+        ValueError: if the file is not a training checkpoint, holds another step than its
+            name says, or its weights do not fit its configuration.
+    """
+    state = _torch_load(path)
+    name = os.fspath(path)
+    if not isinstance(state, dict) or state.get("format") != TRAIN_STATE_FORMAT:
+        raise ValueError(f"{name}: not a training checkpoint")
+    if not isinstance(state.get("config"), dict) or not isinstance(state.get("model"), dict):
+        raise ValueError(f"{name}: an incomplete training checkpoint")
+    step = state.get("step")
+    if _STEP_NAME.fullmatch(Path(name).name) and step != step_of(Path(name)):
+        raise ValueError(f"{name}: holds step {step!r}, not the step its name says")
+    check_weights_fit_config(_config(state["config"], name), state["model"], name)
+    return dict(state)
+
+
+def average_checkpoints(paths: Sequence[str | os.PathLike[str]]) -> dict[str, torch.Tensor]:
+    r"""The element-wise mean of the models in `paths` (section 6.1).
+
+    Floating-point tensors are averaged in float64 and cast back; other tensors are taken from
+    the last file. Training checkpoints (`model`) and `save_checkpoint` files (`state_dict`)
+    both work.
+
+    Raises:
+        ValueError: if `paths` is empty or the files hold different parameters.
+
+    Examples:
+        >>> import tempfile, os
+        >>> from vanilla_transformer.training.checkpoints import average_checkpoints
+        >>> folder, paths = tempfile.mkdtemp(), []
+        >>> for value in (1.0, 3.0):
+        ...     paths.append(os.path.join(folder, f"{value}.pt"))
+        ...     torch.save({"state_dict": {"w": torch.full((2,), value)}}, paths[-1])
+        >>> average_checkpoints(paths)["w"]
+        tensor([2., 2.])
+    """
+    if len(paths) == 0:
+        raise ValueError("average_checkpoints needs at least one checkpoint")
+    total: dict[str, torch.Tensor] = {}
+    last: dict[str, torch.Tensor] = {}
+    for path in paths:
+        data = _torch_load(path)
+        state = data.get("model", data.get("state_dict")) if isinstance(data, dict) else None
+        if not isinstance(state, dict):
+            raise ValueError(f"{os.fspath(path)}: holds no model state_dict")
+        if total and set(state) != set(total):
+            raise ValueError(f"{os.fspath(path)} holds different parameters from {paths[0]}")
+        for name, tensor in state.items():
+            if tensor.is_floating_point():
+                total[name] = total.get(name, 0) + tensor.double()
+            else:
+                total.setdefault(name, tensor)
+        last = state
+    return {name: (total[name] / len(paths)).to(t.dtype) if t.is_floating_point() else t
+            for name, t in last.items()}

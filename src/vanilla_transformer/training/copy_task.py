@@ -8,189 +8,24 @@ Explained on the [Training the copy task][training-guide] page.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import torch
 
-from .._checks import check_dropout, check_non_negative_int, check_positive_int
+from ..config import COPY_MODEL, CopyTaskConfig
 from ..data.copy_task import PAD, START_SYMBOL, data_gen
 from ..inference.greedy import greedy_decode
-from ..model.config import ModelConfig
-from ..model.encoder_decoder import EncoderDecoder, make_model_from_config
-from .loop import TrainState, run_epoch
+from ..model.encoder_decoder import EncoderDecoder
+from .loop import FitProgress, TrainState, fit
 from .loss import SimpleLossCompute, label_smoothed_kl
+from .ranks import check_fits_memory
 from .schedule import make_optimizer
 
 __all__ = ['COPY_MODEL', 'CopyTaskConfig', 'CopyTaskRun', 'train_copy_model', 'exact_match']
-
-COPY_MODEL = ModelConfig(11, 11, N=1, d_model=64, d_ff=256, h=4, dropout=0.0)
-"""The copy task's default model: one layer per stack, which in our runs reached 100 % exact
-match (`benchmarks/results/copy_task.json`), and no dropout: every batch is freshly drawn, so
-no sequence is seen twice."""
-
-_MODEL_FIELDS = frozenset(f.name for f in dataclasses.fields(ModelConfig))
-_MODEL_KEYWORDS = _MODEL_FIELDS - {"src_vocab", "tgt_vocab"}  # set by `vocab`
-
-
-@dataclass(frozen=True)
-class CopyTaskConfig:
-    r"""Everything that determines a copy-task run; in our runs the defaults reached 100 % exact
-    match (seeds 0 to 4, `benchmarks/results/copy_task.json`).
-
-    The model's hyperparameters live in `model`, a
-    [`ModelConfig`][vanilla_transformer.model.config.ModelConfig] whose vocabularies are set to
-    `vocab`. To change some of them, give a changed model,
-    `CopyTaskConfig(model=COPY_MODEL.replace(d_model=16))`, or name them in `replace`:
-    `CopyTaskConfig().replace(d_model=16)` is the same configuration. They read through:
-    `config.d_model` is `config.model.d_model`.
-
-    Each field's `metadata["help"]` is its help on the command line (`copy-task`).
-
-    Args:
-        vocab: vocabulary size, padding and start symbol included.
-        seq_len: sequence length, start symbol included.
-        model: the model's hyperparameters ([`COPY_MODEL`][vanilla_transformer.training.copy_task.COPY_MODEL]
-            by default); its `src_vocab` and `tgt_vocab` are replaced by `vocab`.
-        batch_size: sequences per batch.
-        steps: optimizer steps.
-        accum_iter: batches per optimizer step.
-        warmup: warm-up steps of the learning-rate schedule.
-        factor: scale of the learning-rate schedule.
-        smoothing: label smoothing $\epsilon_{ls}$ (paper section 5.4).
-        seed: seed of the weights, the dropout and the training data.
-
-    Raises:
-        ValueError: for a value out of range, or a `seq_len` longer than the model's `max_len`.
-        TypeError: for a value of the wrong type, or a keyword that is not a field.
-
-    Examples:
-        >>> from vanilla_transformer.training import COPY_MODEL, CopyTaskConfig
-        >>> config = CopyTaskConfig(model=COPY_MODEL.replace(d_model=16, h=2), vocab=7)
-        >>> config.model.d_model, config.d_model, config.model.src_vocab
-        (16, 16, 7)
-        >>> config.replace(seed=3, N=2) == CopyTaskConfig(
-        ...     model=COPY_MODEL.replace(d_model=16, h=2, N=2), vocab=7, seed=3)
-        True
-    """
-
-    vocab: int = field(default=11, metadata={"help": "vocabulary size"})
-    seq_len: int = field(default=10, metadata={
-        "help": "sequence length, start symbol included"})
-    model: ModelConfig = field(default=COPY_MODEL, metadata={
-        "help": "the model's hyperparameters"})
-    batch_size: int = field(default=64, metadata={
-        "help": "sequences per batch (per rank when distributed)"})
-    steps: int = field(default=400, metadata={"help": "optimizer steps"})
-    accum_iter: int = field(default=1, metadata={"help": "batches per optimizer step"})
-    warmup: int = field(default=100, metadata={"help": "learning-rate warm-up steps"})
-    factor: float = field(default=1.0, metadata={"help": "learning-rate scale"})
-    smoothing: float = field(default=0.1, metadata={"help": "label smoothing"})
-    seed: int = field(default=0, metadata={"help": "random seed"})
-
-    def __post_init__(self) -> None:
-        check_positive_int("vocab", self.vocab)
-        if self.vocab < 3:
-            raise ValueError(
-                f"vocab must be at least 3 (padding, start symbol, one token), got {self.vocab}"
-            )
-        check_positive_int("seq_len", self.seq_len)
-        if self.seq_len < 2:
-            raise ValueError(
-                f"seq_len must be at least 2 (start symbol and one token), got {self.seq_len}"
-            )
-        if not isinstance(self.model, ModelConfig):
-            raise TypeError(f"model must be a ModelConfig, got {type(self.model).__name__}")
-        for name in ("batch_size", "steps", "accum_iter", "warmup"):
-            check_positive_int(name, getattr(self, name))
-        check_dropout(self.smoothing, "smoothing")
-        check_non_negative_int("seed", self.seed)
-        if isinstance(self.factor, bool) or not isinstance(self.factor, (int, float)):
-            raise TypeError(f"factor must be a positive number, got {self.factor!r}")
-        if not self.factor > 0:
-            raise ValueError(f"factor must be a positive number, got {self.factor}")
-        if self.seq_len > self.model.max_len:
-            raise ValueError(
-                f"seq_len {self.seq_len} exceeds the model's max_len {self.model.max_len}"
-            )
-        # the vocabulary is given once, by `vocab`: the model's follow it
-        model = self.model.replace(src_vocab=self.vocab, tgt_vocab=self.vocab)
-        object.__setattr__(self, "model", model)  # the instance is frozen
-
-    def __getattr__(self, name: str) -> Any:
-        # only called for names the instance lacks: the model's fields read through
-        if name in _MODEL_FIELDS and "model" in self.__dict__:
-            return getattr(self.__dict__["model"], name)
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-
-    def replace(self, **changes: Any) -> CopyTaskConfig:
-        """A copy with some fields, or some of the model's, changed (and checked again).
-
-        A keyword that names a field of `ModelConfig` (other than the vocabularies, which
-        follow `vocab`) changes `model`.
-
-        Raises:
-            TypeError: for a keyword that is neither a field nor a model keyword.
-
-        Examples:
-            >>> config = CopyTaskConfig().replace(N=2, steps=50)
-            >>> config.model.N, config.steps
-            (2, 50)
-        """
-        own = {f.name for f in dataclasses.fields(self)}
-        unknown = sorted(set(changes) - own - _MODEL_KEYWORDS)
-        if unknown:
-            raise TypeError(f"unknown CopyTaskConfig settings {unknown}; expected some of "
-                            f"{sorted(own)} or of the model's {sorted(_MODEL_KEYWORDS)}")
-        model_changes = {k: changes.pop(k) for k in list(changes) if k in _MODEL_KEYWORDS}
-        model = changes.get("model", self.model)
-        if model_changes and isinstance(model, ModelConfig):  # else __post_init__ refuses it
-            changes["model"] = model.replace(**model_changes)
-        return dataclasses.replace(self, **changes)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The configuration as a plain dict, the model's as a nested dict."""
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> CopyTaskConfig:
-        """Rebuild a configuration from `to_dict`'s output (or 0.1.0's flat dict, with the
-        model's keywords beside the other fields).
-
-        Raises:
-            ValueError: for a key that is neither a field nor a model keyword, naming it and
-                the known keys.
-
-        Examples:
-            >>> CopyTaskConfig.from_dict({"vocab": 7, "d_model": 16, "h": 2}).model.d_model
-            16
-            >>> CopyTaskConfig.from_dict({"step": 5})  # doctest: +ELLIPSIS
-            Traceback (most recent call last):
-            ...
-            ValueError: unknown CopyTaskConfig settings ['step']; expected some of ['vocab', ...
-        """
-        known = [f.name for f in dataclasses.fields(cls)] + sorted(_MODEL_KEYWORDS)
-        unknown = sorted(set(data) - set(known))
-        if unknown:
-            raise ValueError(f"unknown CopyTaskConfig settings {unknown}; expected some of "
-                             f"{known}")
-        own = {k: v for k, v in data.items() if k not in _MODEL_KEYWORDS}
-        if isinstance(own.get("model"), dict):
-            own["model"] = ModelConfig.from_dict(own["model"])
-        model_changes = {k: v for k, v in data.items() if k in _MODEL_KEYWORDS}
-        model = own.get("model", COPY_MODEL)
-        if model_changes and isinstance(model, ModelConfig):  # else __post_init__ refuses it
-            own["model"] = model.replace(**model_changes)
-        return cls(**own)
-
-    def make_model(self) -> EncoderDecoder:
-        """A freshly initialised model of this size (uses the global random generator)."""
-        return make_model_from_config(self.model)
-
+# COPY_MODEL and CopyTaskConfig live in vanilla_transformer.config; they are importable here too
 
 @dataclass
 class CopyTaskRun:
@@ -255,14 +90,9 @@ def train_copy_model(
         (3, 12)
     """
     config = CopyTaskConfig() if config is None else config
+    check_fits_memory(config.model, torch.device("cpu"))
     start = time.perf_counter()
-    losses: list[float] = []
-
-    def record(state: TrainState, loss: float) -> None:
-        losses.append(loss)
-        if on_step is not None:
-            on_step(state, loss)
-
+    callbacks = [] if on_step is None else [_OnStep(on_step)]
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(config.seed)
         model = config.make_model()
@@ -273,14 +103,24 @@ def train_copy_model(
         nbatches = config.steps * config.accum_iter
         data = data_gen(config.vocab, config.batch_size, nbatches, seq_len=config.seq_len,
                         seed=config.seed)
-        model.train()
-        _, state = run_epoch(
-            data, model, SimpleLossCompute(model.generator, criterion), optimizer, scheduler,
-            mode="train", accum_iter=config.accum_iter, progress=progress, total=nbatches,
-            on_step=record, desc="copy task",
-        )
+        done = fit(data, model, SimpleLossCompute(model.generator, criterion), optimizer,
+                   scheduler, callbacks=callbacks, accum_iter=config.accum_iter, bar=progress,
+                   total=nbatches, desc="copy task")
     model.eval()
-    return CopyTaskRun(model, config, losses, state, time.perf_counter() - start)
+    return CopyTaskRun(model, config, done.losses, done.counts, time.perf_counter() - start)
+
+
+class _OnStep:
+    """A function `on_step(counts, loss)` as a callback of `fit`."""
+
+    def __init__(self, function: Callable[[TrainState, float], None]) -> None:
+        self.function = function
+
+    def on_step(self, progress: FitProgress) -> None:
+        self.function(progress.counts, progress.loss)
+
+    def on_end(self, progress: FitProgress) -> None:
+        pass
 
 
 def exact_match(

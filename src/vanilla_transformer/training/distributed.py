@@ -7,7 +7,6 @@ Explained on the [Training the copy task][training-guide] page.
 from __future__ import annotations
 
 import datetime
-import math
 import os
 import socket
 import tempfile
@@ -22,70 +21,17 @@ from torch.nn.parallel import DistributedDataParallel
 
 from .._checks import check_non_negative_int, check_positive_int
 from .._io import atomic_torch_save
+from ..config import DEFAULT_TIMEOUT, CopyTaskConfig
 from ..data.batching import Batch
 from ..data.copy_task import PAD, data_gen
 from ..model.encoder_decoder import EncoderDecoder
-from .copy_task import CopyTaskConfig
 from .loop import TrainState, run_epoch
 from .loss import LabelSmoothing, SimpleLossCompute
+from .ranks import check_timeout, leave, nccl_device, start_group
 from .schedule import make_optimizer
 
 __all__ = ['DEFAULT_TIMEOUT', 'default_backend', 'shard_batches', 'DistributedRun',
            'train_distributed', 'free_port', 'run_local']
-
-DEFAULT_TIMEOUT = 300.0
-"""Seconds a rank waits for the others (to join the group, or in a collective) before it fails.
-PyTorch's own default is 30 minutes (10 with NCCL), a long time to wait for a worker that has
-stalled; the copy task's steps take milliseconds."""
-
-
-def _check_timeout(timeout: object) -> datetime.timedelta:
-    if isinstance(timeout, datetime.timedelta):
-        seconds = timeout.total_seconds()
-    elif isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
-        raise TypeError(f"timeout must be a number of seconds or a datetime.timedelta, "
-                        f"got {timeout!r}")
-    else:
-        seconds = float(timeout)
-    if not (math.isfinite(seconds) and seconds > 0):
-        raise ValueError(f"timeout must be a positive, finite number of seconds, got {timeout!r}")
-    return datetime.timedelta(seconds=seconds)
-
-
-def _start_group(backend: str, timeout: datetime.timedelta, refusal: Exception) -> bool:
-    """Join the process group that `torchrun` describes in the environment, unless one is
-    joined already; whether this call started it. Raises `refusal` outside `torchrun` (no
-    `RANK` and `WORLD_SIZE` in the environment)."""
-    if dist.is_initialized():
-        return False
-    if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
-        raise refusal
-    dist.init_process_group(backend=backend, timeout=timeout)
-    return True
-
-
-def _nccl_device() -> torch.device | None:
-    """Under NCCL, this rank's GPU (`cuda:LOCAL_RANK`), made the current one; else `None`."""
-    if dist.get_backend() != "nccl":
-        return None
-    device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
-    torch.cuda.set_device(device)
-    return device
-
-
-def _leave_group(together: bool) -> None:
-    """Destroy the default process group; after a barrier when every rank leaves `together`.
-
-    A gloo worker thread frees a collective's tensors after the collective has returned, and
-    it needs the interpreter lock to do so. If the process is already shutting down by then,
-    the thread is stopped inside C++ and the process aborts (SIGABRT) after all its work is
-    done. The barrier lets the threads finish before the group goes; it is skipped after an
-    error of one rank, which the other ranks may never meet at a barrier.
-    """
-    if together:
-        dist.barrier()
-    dist.destroy_process_group()
-
 
 def default_backend() -> str:
     """`"nccl"` when CUDA and NCCL are available, else `"gloo"` (which works on CPU).
@@ -230,8 +176,8 @@ def train_distributed(
         (1, 'gloo', 2)
     """
     config = CopyTaskConfig() if config is None else config
-    wait = _check_timeout(timeout)
-    owns_group = _start_group(backend or default_backend(), wait, RuntimeError(
+    wait = check_timeout(timeout)
+    owns_group = start_group(backend or default_backend(), wait, RuntimeError(
         "RANK and WORLD_SIZE are not set: start this with torchrun "
         "(torchrun --standalone --nproc_per_node=2 -m vanilla_transformer.cli.distributed) "
         "or use run_local"))
@@ -239,7 +185,7 @@ def train_distributed(
     try:
         rank, world_size = dist.get_rank(), dist.get_world_size()
         used_backend = dist.get_backend()
-        device = _nccl_device() or torch.device("cpu")
+        device = nccl_device() or torch.device("cpu")
 
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(config.seed)  # the same initial weights on every rank
@@ -277,7 +223,7 @@ def train_distributed(
         return DistributedRun(model.eval(), losses, rank, world_size, used_backend, state)
     finally:
         if owns_group:
-            _leave_group(together)
+            leave(together)
 
 
 def free_port() -> int:
@@ -344,7 +290,7 @@ def run_local(
     """
     check_positive_int("world_size", world_size)
     check_positive_int("threads", threads)
-    wait = _check_timeout(timeout)
+    wait = check_timeout(timeout)
     config = CopyTaskConfig() if config is None else config
     with tempfile.TemporaryDirectory() as out_dir:
         mp.spawn(_local_worker, args=(world_size, free_port(), config, out_dir, threads, wait),

@@ -1,4 +1,6 @@
-"""The epoch loop: one pass over the data, with gradient accumulation, counting in a `TrainState`.
+"""The training loop: `run_epoch`, one pass over the data with gradient accumulation, counting
+in a `TrainState`; and `fit`, the loop both tasks train with, which calls its callbacks
+([`callbacks`][vanilla_transformer.training.callbacks]) after every optimizer step.
 
 Explained on the [Training the copy task][training-guide] page.
 """
@@ -8,8 +10,8 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
 
@@ -17,8 +19,10 @@ import torch
 from torch import nn
 
 from .._checks import check_choice, check_positive_int
+from .ranks import all_ranks_sum
 
-__all__ = ['MODES', 'TrainState', 'TrainingDiverged', 'gradients_are_finite', 'run_epoch']
+__all__ = ['MODES', 'TrainState', 'TrainingDiverged', 'gradients_are_finite', 'run_epoch',
+           'FitProgress', 'fit']
 
 MODES = ("train", "train+log", "eval")
 """The values accepted by `run_epoch(mode=...)`; `"train+log"` is an alias of `"train"` kept
@@ -33,11 +37,14 @@ class TrainingDiverged(ValueError):
 
     Attributes:
         reason: what was not finite, e.g. `"the loss is nan"` or `"a gradient is not finite"`.
+        keywords: the arguments the message names (`factor`), for a command line to turn into
+            its flags.
     """
 
-    def __init__(self, message: str, reason: str = "") -> None:
+    def __init__(self, message: str, reason: str = "", keywords: Sequence[str] = ()) -> None:
         super().__init__(message)
         self.reason = reason
+        self.keywords = tuple(keywords)
 
 
 def gradients_are_finite(parameters: Iterable[torch.Tensor]) -> bool:
@@ -89,15 +96,6 @@ def _data_parallel_ranks(model: nn.Module) -> int:
     return 1
 
 
-def _all_ranks_sum(value: float) -> float:
-    """The sum of `value` over the ranks of the default process group (one `all_reduce`)."""
-    total = torch.tensor([float(value)], dtype=torch.float64)
-    if torch.distributed.get_backend() == "nccl":
-        total = total.cuda()
-    torch.distributed.all_reduce(total)
-    return float(total)
-
-
 def _update(
     model: nn.Module,
     optimizer: torch.optim.Optimizer,
@@ -118,12 +116,64 @@ def _update(
             raise TrainingDiverged(
                 f"a gradient is not finite at training step {state.step}, optimizer step "
                 f"{state.accum_step + 1}; no update was made from it: lower the learning rate "
-                "(e.g. a smaller factor) or check the data", reason="a gradient is not finite")
+                "(a smaller factor) or check the data", reason="a gradient is not finite",
+                keywords=("factor",))
         optimizer.step()
         stepped = True
     optimizer.zero_grad(set_to_none=True)
     if scheduler is not None and stepped:
         scheduler.step()
+
+
+def _window(
+    window: list[Any],
+    model: nn.Module,
+    loss_compute: Callable[..., tuple[torch.Tensor, torch.Tensor]],
+    training: bool,
+    ranks: int,
+    precision: contextlib.AbstractContextManager[Any],
+    scaler: torch.amp.GradScaler | None,
+    state: TrainState,
+    bar: Any,
+    seen: int,
+) -> tuple[float, int]:
+    """Forward (and backward) the batches of one window: `(loss sum, target tokens)`, over
+    every rank's batches when `ranks > 1`."""
+    window_tokens = sum(int(b.ntokens) for b in window)
+    # with K ranks, DistributedDataParallel averages K gradients: each rank divides its loss
+    # by the tokens of all ranks, times K, to get the global mean
+    norm = window_tokens if ranks == 1 else all_ranks_sum(window_tokens) / ranks
+    if norm <= 0:
+        raise ValueError("a window of batches has no target tokens to predict")
+    window_loss = 0.0
+    for i, batch in enumerate(window):
+        # DistributedDataParallel need only average the gradients once per window
+        defer_sync = training and i < len(window) - 1 and hasattr(model, "no_sync")
+        with model.no_sync() if defer_sync else contextlib.nullcontext():  # type: ignore[operator]
+            with precision:
+                out = model(batch.src, batch.tgt, batch.src_mask, batch.tgt_mask)
+                loss_sum, loss_node = loss_compute(out, batch.tgt_y, norm)
+            if training:
+                (loss_node if scaler is None else scaler.scale(loss_node)).backward()
+        loss_value = float(loss_sum)  # after backward(): the GPU is kept busy
+        if not math.isfinite(loss_value):
+            where = (f"training step {state.step + 1}, optimizer step {state.accum_step + 1}; "
+                     "no update was made from it" if training else "evaluation")
+            raise TrainingDiverged(
+                f"the loss is {loss_value} at batch {seen + i + 1} of this pass ({where}): "
+                "training has diverged or the batch is bad; lower the learning rate "
+                "(a smaller factor) or check the data",
+                reason=f"the loss is {loss_value}", keywords=("factor",))
+        if training:
+            state.step += 1
+            state.samples += int(batch.src.size(0))
+            state.tokens += int(batch.ntokens)
+        window_loss += loss_value
+        if bar is not None:
+            bar.update(1)
+    if ranks > 1:  # the loss reported is the mean over every rank's tokens
+        return all_ranks_sum(window_loss), round(norm * ranks)
+    return window_loss, window_tokens
 
 
 def run_epoch(
@@ -227,52 +277,18 @@ def run_epoch(
 
         bar = tqdm(total=total, desc=desc or mode, unit="batch", leave=False)
     total_loss = 0.0
-    total_tokens = 0
-    seen = 0
+    total_tokens = seen = 0
     start = time.perf_counter()
     try:
         with torch.set_grad_enabled(training):
             for window in _windows(data_iter, accum_iter):
-                window_tokens = sum(int(b.ntokens) for b in window)
-                # with K ranks, DistributedDataParallel averages K gradients: each rank divides
-                # its loss by the tokens of all ranks, times K, to get the global mean
-                norm = window_tokens if ranks == 1 else _all_ranks_sum(window_tokens) / ranks
-                if norm <= 0:
-                    raise ValueError("a window of batches has no target tokens to predict")
-                window_loss = 0.0
-                for i, batch in enumerate(window):
-                    # DistributedDataParallel need only average the gradients once per window
-                    defer_sync = training and i < len(window) - 1 and hasattr(model, "no_sync")
-                    with model.no_sync() if defer_sync else contextlib.nullcontext():
-                        with precision:
-                            out = model(batch.src, batch.tgt, batch.src_mask, batch.tgt_mask)
-                            loss_sum, loss_node = loss_compute(out, batch.tgt_y, norm)
-                        if training:
-                            (loss_node if scaler is None else scaler.scale(loss_node)).backward()
-                    seen += 1
-                    loss_value = float(loss_sum)  # after backward(): the GPU is kept busy
-                    if not math.isfinite(loss_value):
-                        where = (f"training step {state.step + 1}, optimizer step "
-                                 f"{state.accum_step + 1}; no update was made from it"
-                                 if training else "evaluation")
-                        raise TrainingDiverged(
-                            f"the loss is {loss_value} at batch {seen} of this pass ({where}): "
-                            "training has diverged or the batch is bad; lower the learning rate "
-                            "(e.g. a smaller factor) or check the data",
-                            reason=f"the loss is {loss_value}",
-                        )
-                    if training:
-                        state.step += 1
-                        state.samples += int(batch.src.size(0))
-                        state.tokens += int(batch.ntokens)
-                    window_loss += loss_value
-                    if bar is not None:
-                        bar.update(1)
-                if ranks > 1:  # the loss reported is the mean over every rank's tokens
-                    window_loss = _all_ranks_sum(window_loss)
-                    window_tokens = round(norm * ranks)
+                window_loss, window_tokens = _window(
+                    window, model, loss_compute, training, ranks, precision, scaler, state, bar,
+                    seen)
+                seen += len(window)
                 if training:
-                    _update(model, optimizer, scheduler, scaler, check_gradients, state)
+                    _update(model, optimizer, scheduler, scaler,  # type: ignore[arg-type]
+                            check_gradients, state)
                     state.accum_step += 1
                     if on_step is not None:
                         on_step(state, window_loss / window_tokens)
@@ -291,3 +307,101 @@ def run_epoch(
     if total_tokens == 0:
         raise ValueError("data_iter yielded no batches")
     return total_loss / total_tokens, state
+
+
+@dataclass
+class FitProgress:
+    """Where [`fit`][vanilla_transformer.training.loop.fit] is, as its callbacks see it.
+
+    Attributes:
+        step: optimizer steps done in all (resumed ones included).
+        losses: the mean loss per token of every step.
+        seconds: training time in all (resumed runs included).
+        stop: why training ends early, set by a callback: `""` (it does not), or a reason
+            such as `"interrupted"`, `"time"` or `"patience"`.
+        counts: the counts of `run_epoch` (batches, samples, tokens) of this call.
+    """
+
+    step: int = 0
+    losses: list[float] = field(default_factory=list)
+    seconds: float = 0.0
+    stop: str = ""
+    counts: TrainState = field(default_factory=TrainState)
+
+    @property
+    def loss(self) -> float:
+        """The last step's loss."""
+        return self.losses[-1]
+
+
+def fit(
+    batches: Iterable[Any],
+    model: nn.Module,
+    loss_compute: Callable[..., tuple[torch.Tensor, torch.Tensor]],
+    optimizer: torch.optim.Optimizer,
+    scheduler: Any | None = None,
+    *,
+    callbacks: Sequence[Any] = (),
+    progress: FitProgress | None = None,
+    accum_iter: int = 1,
+    autocast: contextlib.AbstractContextManager[Any] | None = None,
+    scaler: torch.amp.GradScaler | None = None,
+    bar: bool = False,
+    total: int | None = None,
+    desc: str | None = None,
+) -> FitProgress:
+    """Train `model` on `batches` (one `run_epoch` pass), calling each callback's
+    `on_step(progress)` after every optimizer step and `on_end(progress)` at the end.
+
+    The batches stop being drawn at the first window after a callback sets `progress.stop`.
+    The model is put in training mode.
+
+    Args:
+        batches: the batches, `accum_iter` per optimizer step.
+        model, loss_compute, optimizer, scheduler, accum_iter, autocast, scaler: as for
+            [`run_epoch`][vanilla_transformer.training.loop.run_epoch].
+        callbacks: objects with `on_step` and `on_end` (see `callbacks`).
+        progress: where a resumed run starts (its steps, losses and seconds).
+        bar, total, desc: `run_epoch`'s progress bar.
+
+    Returns:
+        The `FitProgress` at the end.
+
+    Raises:
+        TrainingDiverged: as `run_epoch`.
+
+    Examples:
+        >>> from vanilla_transformer.training import LabelSmoothing, SimpleLossCompute
+        >>> model = make_model(5, 5, N=1, d_model=16, d_ff=32, h=2, dropout=0.0)
+        >>> opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+        >>> compute = SimpleLossCompute(model.generator, LabelSmoothing(5, padding_idx=0))
+        >>> done = fit(data_gen(5, 4, 6, seq_len=4, seed=0), model, compute, opt, accum_iter=2)
+        >>> done.step, len(done.losses)
+        (3, 3)
+    """
+    progress = FitProgress() if progress is None else progress
+    start = time.perf_counter() - progress.seconds
+
+    def stream() -> Iterator[Any]:
+        for batch in batches:
+            if progress.stop:
+                return
+            yield batch
+
+    def on_step(state: TrainState, loss: float) -> None:
+        progress.step += 1
+        progress.losses.append(loss)
+        progress.seconds = time.perf_counter() - start
+        progress.counts = state
+        for callback in callbacks:
+            callback.on_step(progress)
+
+    model.train()
+    try:
+        run_epoch(stream(), model, loss_compute, optimizer, scheduler, accum_iter=accum_iter,
+                  progress=bar, total=total, desc=desc, on_step=on_step, autocast=autocast,
+                  scaler=scaler)
+    finally:
+        for callback in callbacks:
+            callback.on_end(progress)
+    return progress

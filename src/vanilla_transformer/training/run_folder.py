@@ -1,16 +1,18 @@
-"""A run folder: the files one training run writes, and the rules that keep them whole.
+"""A run folder: the rules that keep one training run's files whole, and what they are trusted for.
 
 A run folder holds `tokenizer.json`, `config.json`, `model.pt` (the averaged model),
-`metrics.jsonl` and `checkpoints/step-*.pt`. Three rules keep it from being lost:
+`metrics.jsonl` and `checkpoints/step-*.pt` (the names and formats are
+[`checkpoints`][vanilla_transformer.training.checkpoints]'). Its rules:
 
 - one writer at a time: a writer holds the lock file `.lock`, which names its process id; a
-  second writer is refused while that process lives, and a lock left by a dead process is
+  second writer is refused while that process lives, and a lock that names no live process is
   taken over;
-- a new run never replaces an old one unless told to (`overwrite`);
-- every file but `metrics.jsonl` and the lock is written atomically (`vanilla_transformer._io`),
-  so a kill leaves at worst a temporary file, which the next writer removes; `metrics.jsonl`
-  is appended a line per step, so a kill can cut its last line short, and a resumed run
-  rewrites it (atomically) without that line and without the lines after its checkpoint.
+- a new run never replaces an old one unless told to (`overwrite`), and a replaced run is
+  removed only once the new one is accepted; a refused run leaves the folder as it found it;
+- every file but `metrics.jsonl` and the lock is written atomically, so a kill leaves at worst
+  a temporary file, which the next writer removes;
+- its files are trusted only as far as they agree: the settings' shape, the data's and the
+  tokenizer's fingerprints are checked, and a missing fingerprint is a refusal.
 
 Explained on the [Training a real translator][translator-guide] page.
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import hashlib
 import json
 import os
@@ -28,42 +31,42 @@ from pathlib import Path
 from typing import Any
 
 from .._io import atomic_write
+from .checkpoints import (
+    BEST_FILE,
+    CHECKPOINTS,
+    CONFIG_FILE,
+    IDS_FOLDER,
+    LOCK_FILE,
+    METRICS_FILE,
+    MODEL_FILE,
+    TENSORBOARD_FOLDER,
+    TOKENIZER_FILE,
+    checkpoint_paths,
+    write_json,
+)
 
 __all__ = [
-    "MODEL_FILE",
-    "TOKENIZER_FILE",
-    "CONFIG_FILE",
-    "METRICS_FILE",
-    "CHECKPOINTS",
-    "LOCK_FILE",
-    "RunLock",
-    "is_run_folder",
-    "remove_stale_temporaries",
-    "file_fingerprint",
-    "BEST_FILE",
-    "IDS_FOLDER",
-    "TENSORBOARD_FOLDER",
-    "checkpoint_paths",
-    "check_folder",
-    "clear_run",
-    "read_run_config",
-    "write_json",
-    "metrics_writer",
+    "MODEL_FILE", "TOKENIZER_FILE", "CONFIG_FILE", "METRICS_FILE", "CHECKPOINTS", "LOCK_FILE",
+    "BEST_FILE", "IDS_FOLDER", "TENSORBOARD_FOLDER", "STAGED_IDS", "RunLock", "is_run_folder",
+    "remove_stale_temporaries", "file_fingerprint", "checkpoint_paths", "check_folder",
+    "clear_run", "read_run_config", "write_json", "metrics_writer", "check_tokenizer_file",
+    "Refusal",
 ]
 
-MODEL_FILE, TOKENIZER_FILE, CONFIG_FILE, METRICS_FILE, CHECKPOINTS, LOCK_FILE = (
-    "model.pt", "tokenizer.json", "config.json", "metrics.jsonl", "checkpoints", ".lock")
-
-BEST_FILE = "best.pt"
-"""In `CHECKPOINTS/`: the checkpoint with the best validation score (with `keep_best`)."""
-
-IDS_FOLDER = "ids"
-"""Where a run fed a TSV file keeps its token ids (`tokenize_corpus`), reused on resume."""
-
-TENSORBOARD_FOLDER = "tensorboard"
-"""Where `tensorboard=True` writes its event files."""
+STAGED_IDS = ".ids-staged"
+"""Where a run that replaces another (`overwrite`) tokenises its data until it is accepted."""
 
 _RUN_FILES = (MODEL_FILE, TOKENIZER_FILE, CONFIG_FILE, METRICS_FILE, CHECKPOINTS, LOCK_FILE)
+_MAX_PID = 2**22  # Linux's largest pid_max
+
+
+class Refusal(ValueError):
+    """A run refused; `keywords` are the arguments its message names as `name` or `name=value`
+    (a command line turns them into its flags)."""
+
+    def __init__(self, message: str, *keywords: str) -> None:
+        super().__init__(message)
+        self.keywords = keywords
 
 
 def is_run_folder(path: str | os.PathLike[str]) -> bool:
@@ -81,14 +84,17 @@ def is_run_folder(path: str | os.PathLike[str]) -> bool:
     return folder.is_dir() and any((folder / name).exists() for name in _RUN_FILES)
 
 
+def _temporary(name: str) -> bool:
+    """Whether a name is a temporary of an atomic write or of `tokenize_corpus`."""
+    return name.startswith(".") and (name.endswith(".tmp") or ".tmp-" in name
+                                     or ".old-" in name or name == STAGED_IDS)
+
+
 def remove_stale_temporaries(path: str | os.PathLike[str]) -> list[Path]:
-    """Remove the temporary files an interrupted atomic write left in a run folder.
+    """Remove the temporary files and folders an interrupted write left in a run folder.
 
     Call it only while holding the folder's [`RunLock`][vanilla_transformer.training.run_folder.RunLock]:
     another writer's temporary file is not stale.
-
-    Returns:
-        The files removed.
 
     Examples:
         >>> import tempfile, pathlib
@@ -101,13 +107,18 @@ def remove_stale_temporaries(path: str | os.PathLike[str]) -> list[Path]:
     removed = []
     for place in (folder, folder / CHECKPOINTS):
         if place.is_dir():
-            for tmp in sorted(place.glob(".*.tmp")):
-                tmp.unlink(missing_ok=True)
+            for tmp in sorted(p for p in place.iterdir() if _temporary(p.name)):
+                if tmp.is_dir() and not tmp.is_symlink():
+                    shutil.rmtree(tmp, ignore_errors=True)
+                else:
+                    tmp.unlink(missing_ok=True)
                 removed.append(tmp)
     return removed
 
 
 def _pid_alive(pid: int) -> bool:
+    if not 0 < pid < _MAX_PID:  # 0 and negatives name process groups, not a process
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -123,10 +134,8 @@ class RunLock:
     """The lock that makes one process the only writer of a run folder.
 
     The lock is the file `.lock` in the folder, created exclusively and holding the owner's
-    process id. Use it as a context manager; it is released (the file removed) on exit.
-
-    Args:
-        folder: the run folder (it must exist).
+    process id. Use it as a context manager; it is released (the file removed) on exit. A lock
+    file that names no live process (a dead one, or no pid at all) is taken over.
 
     Raises:
         ValueError: on entry, if a live process holds the lock; the message names its pid.
@@ -147,20 +156,22 @@ class RunLock:
         self.held = False
 
     def holder(self) -> int | None:
-        """The pid written in the lock file, or `None` if there is no readable one."""
+        """The live process named in the lock file, or `None` if it names none."""
         try:
-            return int(self.path.read_text().strip())
+            text = self.path.read_text(encoding="ascii").strip()
         except (OSError, ValueError):
             return None
+        pid = int(text) if text.isdigit() and len(text) < 12 else 0
+        return pid if _pid_alive(pid) or pid == os.getpid() else None
 
     def acquire(self) -> None:
-        """Take the lock, taking over one left by a dead process."""
+        """Take the lock, taking over one that names no live process."""
         for _ in range(2):
             try:
                 fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
             except FileExistsError:
                 pid = self.holder()
-                if pid is not None and pid != os.getpid() and _pid_alive(pid):
+                if pid is not None and pid != os.getpid():
                     raise ValueError(
                         f"run folder {str(self.folder)!r} is in use: process {pid} is writing "
                         f"it (its lock is {str(self.path)!r}); wait for it to finish or stop it"
@@ -184,8 +195,46 @@ class RunLock:
         self.acquire()
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def check_folder(path: Path, *, resume: bool, overwrite: bool) -> None:
+    """Refuse, before anything is written, a folder that a new run would clobber.
+
+    Raises:
+        ValueError: if `path` is a file, is locked by a live process, is not a run folder
+            while `resume`, or holds files while neither `resume` nor `overwrite`.
+    """
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"cannot create output folder {str(path)!r}: a file of that name "
+                         "exists")
+    lock = RunLock(path)
+    holder = lock.holder() if path.is_dir() else None
+    if holder is not None and holder != os.getpid():
+        lock.acquire()  # raises, naming the holder, if it is still alive
+        lock.release()
+    if resume:
+        if not is_run_folder(path):
+            raise ValueError(f"cannot resume: {str(path)!r} is not a run folder (no "
+                             f"{CONFIG_FILE}, {TOKENIZER_FILE} or {CHECKPOINTS}/)")
+        return
+    leftovers = [p.name for p in path.iterdir() if p.name != LOCK_FILE
+                 and not _temporary(p.name)] if path.is_dir() else []
+    if leftovers and not overwrite:
+        raise Refusal(f"output folder {str(path)!r} is not empty (it holds "
+                      f"{', '.join(sorted(leftovers)[:4])}); continue its run with resume=True, "
+                      "replace it with overwrite=True, or choose another folder",
+                      "resume", "overwrite")
+
+
+def clear_run(folder: Path) -> None:
+    """Remove the files of a previous run (for `overwrite`), leaving other files alone."""
+    for name in (MODEL_FILE, TOKENIZER_FILE, CONFIG_FILE, METRICS_FILE):
+        (folder / name).unlink(missing_ok=True)
+    for name in (CHECKPOINTS, IDS_FOLDER, TENSORBOARD_FOLDER):
+        if (folder / name).is_dir():
+            shutil.rmtree(folder / name)
 
 
 def file_fingerprint(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -207,72 +256,28 @@ def file_fingerprint(path: str | os.PathLike[str]) -> dict[str, Any]:
     return {"size": size, "sha256": digest.hexdigest()}
 
 
-def checkpoint_paths(out: str | os.PathLike[str]) -> list[Path]:
-    """The training checkpoints of a run folder, oldest first.
-
-    Examples:
-        >>> import tempfile
-        >>> from vanilla_transformer.training.run_folder import checkpoint_paths
-        >>> checkpoint_paths(tempfile.mkdtemp())
-        []
-    """
-    folder = Path(os.fspath(out)) / CHECKPOINTS
-    return sorted(folder.glob("step-*.pt")) if folder.is_dir() else []
-
-
-def write_json(path: Path, data: Any) -> None:
-    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-    atomic_write(path, lambda f: f.write(text.encode("utf-8")))
-
-
-def check_folder(path: Path, *, resume: bool, overwrite: bool) -> None:
-    """Refuse, before anything is written, a folder that a new run would clobber.
-
-    Raises:
-        ValueError: if `path` is a file, is locked by a live process, is not a run folder
-            while `resume`, or holds files while neither `resume` nor `overwrite`.
-    """
-    if path.exists() and not path.is_dir():
-        raise ValueError(f"cannot create output folder {str(path)!r}: a file of that name "
-                         "exists")
-    lock = RunLock(path)
-    holder = lock.holder() if path.is_dir() else None
-    if holder is not None and holder != os.getpid():
-        lock.acquire()  # raises, naming the holder, if it is alive
-        lock.release()
-    if resume:
-        if not is_run_folder(path):
-            raise ValueError(f"cannot resume: {str(path)!r} is not a run folder (no "
-                             f"{CONFIG_FILE}, {TOKENIZER_FILE} or {CHECKPOINTS}/)")
-        return
-    leftovers = [p.name for p in path.iterdir() if p.name != LOCK_FILE
-                 and not p.name.endswith(".tmp")] if path.is_dir() else []
-    if leftovers and not overwrite:
-        raise ValueError(f"output folder {str(path)!r} is not empty (it holds "
-                         f"{', '.join(sorted(leftovers)[:4])}); continue its run with --resume, "
-                         "replace it with --overwrite, or choose another folder")
-
-
-def clear_run(folder: Path) -> None:
-    """Remove the files of a previous run (for `overwrite`), leaving other files alone."""
-    for name in (MODEL_FILE, TOKENIZER_FILE, CONFIG_FILE, METRICS_FILE):
-        (folder / name).unlink(missing_ok=True)
-    for name in (CHECKPOINTS, IDS_FOLDER, TENSORBOARD_FOLDER):
-        if (folder / name).is_dir():
-            shutil.rmtree(folder / name)
+_SHAPE = {"training": dict, "model": dict, "options": dict, "data": dict}
 
 
 def read_run_config(folder: Path) -> dict[str, Any]:
+    """The settings in `config.json`, their shape checked: one `ValueError` naming the file
+    for anything that is not what a run writes."""
     path = folder / CONFIG_FILE
     if not path.is_file():
-        raise ValueError(f"cannot resume: {str(folder)!r} lacks {CONFIG_FILE}, which holds the "
-                         "run's settings; start again with --overwrite")
+        raise Refusal(f"cannot resume: {str(folder)!r} lacks {CONFIG_FILE}, which holds the "
+                      "run's settings; start again with overwrite=True", "overwrite")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ValueError(f"cannot resume: {str(path)!r} is not readable JSON ({error})") from None
     if not isinstance(data, dict) or not isinstance(data.get("training"), dict):
         raise ValueError(f"cannot resume: {str(path)!r} holds no 'training' settings")
+    for key, kind in _SHAPE.items():
+        if key in data and not isinstance(data[key], kind):
+            raise ValueError(f"cannot resume: {str(path)!r} holds a {type(data[key]).__name__} "
+                             f"as its {key!r}, not the {kind.__name__} a run writes")
+    if not isinstance(data.get("preset"), (str, type(None))):
+        raise ValueError(f"cannot resume: {str(path)!r} holds a preset that is not a name")
     return data
 
 
@@ -283,7 +288,7 @@ def metrics_writer(path: Path, keep_up_to: int | None) -> Callable[[dict[str, An
     elif path.is_file():
         kept = []
         for line in path.read_text(encoding="utf-8").split("\n"):
-            with contextlib.suppress(ValueError):
+            with contextlib.suppress(ValueError, AttributeError, TypeError):
                 if json.loads(line).get("step", 0) <= keep_up_to:
                     kept.append(line + "\n")
         text = "".join(kept).encode("utf-8")
@@ -294,3 +299,40 @@ def metrics_writer(path: Path, keep_up_to: int | None) -> Callable[[dict[str, An
             f.write(json.dumps(entry) + "\n")
 
     return write
+
+
+_TOKENIZER_PARTS = ("normalizer", "pre_tokenizer", "post_processor", "decoder", "truncation",
+                    "padding")
+
+
+@functools.cache
+def _trained_parts() -> dict[str, Any]:
+    """The parts of a `tokenizer.json` that `train_tokenizer` writes whatever the data."""
+    from ..data.tokenizer import train_tokenizer
+
+    data = json.loads(train_tokenizer(["a b", "c"], 10).tokenizer.to_str())
+    model = {k: v for k, v in data["model"].items() if k not in ("vocab", "merges")}
+    return {**{k: data.get(k) for k in _TOKENIZER_PARTS}, "model": model}
+
+
+def check_tokenizer_file(path: Path) -> None:
+    """Refuse a `tokenizer.json` with parts that training never writes (a normalizer, another
+    pre-tokenizer or model), before the tokenizer library reads it.
+
+    Raises:
+        ValueError: naming the file and the first part that differs.
+    """
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(f"{str(path)!r} is not a tokenizer file ({error})") from None
+    expected = _trained_parts()
+    model = data.get("model") if isinstance(data, dict) else None
+    if not isinstance(model, dict):
+        raise ValueError(f"{str(path)!r} is not a tokenizer file written by training")
+    found = {**{k: data.get(k) for k in _TOKENIZER_PARTS},
+             "model": {k: v for k, v in model.items() if k not in ("vocab", "merges")}}
+    for part, value in expected.items():
+        if found[part] != value:
+            raise ValueError(f"{str(path)!r} has a {part} that training never writes; "
+                             "restore the run's own tokenizer.json")

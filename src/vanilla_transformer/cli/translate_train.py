@@ -1,0 +1,228 @@
+"""`translate train`: train a translator on source<TAB>target files into a run folder.
+
+Its options are the fields of `TranslationConfig`, `RunOptions` and `ModelConfig` (see
+[`cli.options`][vanilla_transformer.cli.options]); the library's refusals name its keyword
+arguments, shown here as these flags. Ctrl-C (or SIGTERM) stops after the current step with a
+checkpoint; while the data are still being read and tokenised, it stops at once and leaves the
+folder as it was.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..config import (
+    AMP_MODES,
+    BEST_METRICS,
+    DEFAULT_PRESET,
+    DEVICES,
+    TRANSLATE_TIMEOUT,
+    TRANSLATION_PRESETS,
+    RunOptions,
+    TranslationConfig,
+)
+from .options import (
+    CommandFailed,
+    add_config_arguments,
+    check_threads,
+    config_values,
+    fields_of,
+    flag,
+    flag_message,
+)
+
+__all__ = ["TRAINING_DEFAULTS", "RUN_OPTIONS", "TRAINING_HELP", "PAPER_SMALL", "PRESET_NAMES",
+           "add_train_arguments", "run_train"]
+
+TRAINING_DEFAULTS: dict[str, Any] = TranslationConfig().to_dict()
+"""`TranslationConfig`'s defaults."""
+RUN_OPTIONS: dict[str, Any] = vars(RunOptions()).copy()
+"""`RunOptions`'s defaults."""
+TRAINING_HELP: dict[str, str] = {f.name: f.help for f in (*fields_of(TranslationConfig),
+                                                          *fields_of(RunOptions))}
+"""Each training setting's help: its field's `metadata["help"]`."""
+PAPER_SMALL: dict[str, Any] = dict(TRANSLATION_PRESETS[DEFAULT_PRESET])
+"""`paper-small`'s sizes, shown in `train --help`."""
+PRESET_NAMES = tuple(sorted(TRANSLATION_PRESETS))
+
+_BOOLEANS = {"keep_best", "tensorboard"}
+
+
+def _help(name: str) -> str:
+    """A setting's help with the settings it names written as flags."""
+    text = TRAINING_HELP[name]
+    for other in ("best_metric", "keep_best", "patience"):
+        text = text.replace(other, flag(other))
+    return text
+
+
+def _add_settings(run: argparse._ArgumentGroup) -> None:
+    """One option per field of `TranslationConfig` and `RunOptions`, `None` when not given."""
+    for name, default in {**TRAINING_DEFAULTS, **RUN_OPTIONS}.items():
+        shown = "none" if default is None else "no" if default is False else default
+        suffix = (f" (default {shown}, or the run's with --resume)" if name in _BOOLEANS
+                  or name == "best_metric" else f" (default {shown})")
+        kwargs: dict[str, Any] = {"default": None, "help": _help(name) + suffix}
+        if name in _BOOLEANS:
+            kwargs["action"] = argparse.BooleanOptionalAction
+        elif name == "best_metric":
+            kwargs["choices"] = BEST_METRICS
+        else:
+            kwargs["type"] = float if isinstance(default, float) or name == "max_minutes" else int
+        run.add_argument(flag(name), dest=name, **kwargs)
+
+
+def add_train_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of `translate train`."""
+    files = parser.add_argument_group("files")
+    files.add_argument("--train", required=True, metavar="FILE", help="training pairs (TSV)")
+    files.add_argument("--valid", required=True, metavar="FILE", help="validation pairs (TSV)")
+    files.add_argument("--out", required=True, metavar="RUN", help="the run folder to write")
+    mode = files.add_mutually_exclusive_group()
+    mode.add_argument("--resume", action="store_true",
+                      help="continue the run in RUN from its newest checkpoint, with its saved "
+                           "settings unless an option is given again")
+    mode.add_argument("--overwrite", action="store_true",
+                      help="replace the run in RUN (its checkpoints and model are deleted once "
+                           "the new run is accepted)")
+    files.add_argument("--new-data", action="store_true",
+                       help="with --resume: continue on a training file that differs from the "
+                            "run's")
+    run = parser.add_argument_group("training")
+    run.add_argument("--preset", choices=PRESET_NAMES, default=None, metavar="PRESET",
+                     help=f"model sizes: {', '.join(PRESET_NAMES)} (default {DEFAULT_PRESET}; "
+                          "with --resume, the run's)")
+    _add_settings(run)
+    run.add_argument("--threads", type=int, default=1,
+                     help="CPU threads for PyTorch (default %(default)s: the default model is "
+                          "small, and a second thread on a busy machine slows it down)")
+    run.add_argument("--device", choices=DEVICES, default="auto",
+                     help="where to compute: auto (default) is cuda when PyTorch sees a "
+                          "GPU, else cpu")
+    run.add_argument("--amp", choices=AMP_MODES, default="off",
+                     help="mixed precision (default off); fp16 needs cuda")
+    run.add_argument("--distributed", action="store_true",
+                     help="train as one process of a torchrun job, with "
+                          "DistributedDataParallel: 'torchrun --standalone --nproc-per-node K "
+                          "-m vanilla_transformer translate train --distributed ...' (NCCL "
+                          "with cuda, else gloo); each step takes accum-iter batches per "
+                          "process")
+    run.add_argument("--timeout", type=float, default=TRANSLATE_TIMEOUT, metavar="SECONDS",
+                     help="with --distributed: how long a process waits for the others, "
+                          "e.g. while process 0 validates (default %(default)s)")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_config_arguments(
+        parser.add_argument_group(f"model (overrides the preset; defaults: {DEFAULT_PRESET})"),
+        exclude={"src_vocab", "tgt_vocab"}, shown=PAPER_SMALL)
+
+
+class _StopOnSignal:
+    """SIGINT and SIGTERM ask training to stop after the current step; a second one stops it
+    at once (KeyboardInterrupt). Before training has begun (while the data are read and
+    tokenised) the first one stops at once. Checkpoints and settings are written atomically
+    either way; `metrics.jsonl` can lose its last line, which `--resume` drops."""
+
+    def __init__(self, quiet: bool = False) -> None:
+        self.quiet = quiet
+        self.signal: int | None = None
+        self.training = False  # true once the loop has asked whether to stop
+        self.previous: dict[int, Any] = {}
+
+    def __call__(self) -> bool:
+        self.training = True
+        return self.signal is not None
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if self.signal is not None or not self.training:
+            self.signal = signum
+            raise KeyboardInterrupt
+        self.signal = signum
+        if not self.quiet:
+            print(f"\n{signal.Signals(signum).name}: stopping after this step (again to stop at "
+                  "once)", file=sys.stderr, flush=True)
+
+    def __enter__(self) -> _StopOnSignal:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            try:
+                self.previous[signum] = signal.signal(signum, self._handle)
+            except ValueError:  # not the main thread: no handlers, Ctrl-C stops at once
+                pass
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        # after a stop the command only reports and exits with 130: a second signal that comes
+        # now has nothing left to stop, and must not turn that exit into death by signal
+        for signum, handler in self.previous.items():
+            signal.signal(signum, signal.SIG_IGN if self.signal is not None else handler)
+
+
+def _print(line: str) -> None:
+    print(line, flush=True)
+
+
+def _tqdm_write(line: str) -> None:
+    from tqdm.auto import tqdm
+
+    tqdm.write(line, file=sys.stdout)
+
+
+def run_train(args: argparse.Namespace) -> int:
+    """`translate train`: the exit status (0, or 130 when interrupted)."""
+    import torch
+
+    from ..data.corpus import iter_tsv
+    from ..data.numbers import read_tsv
+    from ..training.loop import TrainingDiverged
+    from ..training.ranks import ProcessZeroError, check_timeout
+    from ..training.run_folder import file_fingerprint
+    from ..training.translation import train_translation
+
+    if args.new_data and not args.resume:
+        raise ValueError("--new-data goes with --resume (a new run trains on what it is given)")
+    check_threads(args.threads)
+    check_timeout(args.timeout)
+    # the training file is streamed (tokenised once into RUN/ids/), never read whole
+    next(iter_tsv(args.train))  # a missing or malformed first line: fail before anything else
+    valid_pairs = read_tsv(args.valid)
+    fingerprint = {"path": str(Path(args.train).resolve()), **file_fingerprint(args.train)}
+    changes = {name: getattr(args, name) for name in (*TRAINING_DEFAULTS, *RUN_OPTIONS)
+               if getattr(args, name, None) is not None}
+    torch.set_num_threads(args.threads)
+    log = _print if args.no_progress else _tqdm_write
+    follower = args.distributed and os.environ.get("RANK", "0") != "0"
+    if follower:  # process 0 speaks for the job
+        log, args.no_progress = (lambda line: None), True
+    else:
+        print(f"training on {args.train}, validating on {len(valid_pairs)} pairs "
+              f"({args.valid}); preset {args.preset or DEFAULT_PRESET}"
+              if not args.resume else f"continuing {args.out} on {args.train}", flush=True)
+    with _StopOnSignal(quiet=follower) as stop:
+        try:
+            run = train_translation(
+                args.train, valid_pairs, args.out, preset=args.preset,
+                model_options=config_values(args), changes=changes, resume=args.resume,
+                overwrite=args.overwrite, new_data=args.new_data, data_fingerprint=fingerprint,
+                should_stop=stop, device=args.device, amp=args.amp,
+                progress=not args.no_progress, log=log, distributed=args.distributed,
+                timeout=args.timeout)
+        except TrainingDiverged as error:
+            raise CommandFailed(flag_message(error), 1) from None
+        except ProcessZeroError:  # process 0 refused the run and says why
+            return 2
+    if follower:
+        return 130 if run.stopped == "interrupted" else 0
+    params = sum(p.numel() for p in run.model.parameters())
+    how = ("the best checkpoint, of step" if len(run.averaged) == 1 and args.keep_best
+           else "the average of the checkpoints of steps")
+    print(f"trained {run.step} steps in {run.seconds:.1f} s; {params:,} parameters; "
+          f"vocabulary {run.tokenizer.vocab_size}")
+    print(f"wrote {run.out / 'model.pt'}: {how} {', '.join(map(str, run.averaged))}")
+    if run.stopped == "interrupted":
+        print(f"interrupted at step {run.step}: continue with --resume", file=sys.stderr)
+        return 130
+    return 0

@@ -1,0 +1,370 @@
+"""The `translate` actions that read or use a run: `numbers` (a corpus), `RUN [TEXT ...]`
+(translate), `eval` (score) and `export` (ONNX).
+
+None writes over a file it reads, a file of a run folder, or a file it did not create, unless
+`--overwrite` is given (a file it reads, or a run's own file, never).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..config import AMP_MODES, DEVICES
+
+__all__ = ["MAX_BEAM", "add_numbers_arguments", "add_run_arguments", "add_eval_arguments",
+           "add_export_arguments", "run_numbers", "run_run", "run_eval", "run_export",
+           "check_output"]
+
+MAX_BEAM = 1024
+"""The widest beam `--beam` accepts."""
+
+_CHUNK = 64
+"""Sentences decoded together by `eval` and by `RUN` with TEXT or --input."""
+
+_OVERWRITE = "write over files that exist (never over a file read, or a run's own file)"
+
+
+def add_numbers_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--lang", choices=("de", "fr"), default="de",
+                        help="target language (default %(default)s); the source is English")
+    parser.add_argument("--out", required=True, metavar="DIR",
+                        help="folder for train.tsv, valid.tsv and test.tsv")
+    parser.add_argument("--seed", type=int, default=0, help="split seed (default %(default)s)")
+    parser.add_argument("--limit", type=int, default=1_000_000,
+                        help="numbers come from range(LIMIT) (default %(default)s)")
+    parser.add_argument("--always-train", type=int, default=1000,
+                        help="every number below this goes to train.tsv (default %(default)s)")
+    for name, size in (("train", 20_000), ("valid", 500), ("test", 1_000)):
+        parser.add_argument(f"--{name}-size", type=int, default=size,
+                            help=f"numbers in {name}.tsv (default %(default)s)")
+    parser.add_argument("--overwrite", action="store_true", help=_OVERWRITE)
+
+
+def _add_decoding(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--beam", type=int, default=4, help="beam size; 1 is greedy (default 4)")
+    parser.add_argument("--alpha", type=float, default=0.6,
+                        help="length penalty exponent (default %(default)s)")
+    parser.add_argument("--checkpoint", choices=("averaged", "last"), default="averaged",
+                        help="the averaged final model or the last checkpoint (default averaged)")
+    parser.add_argument("--device", choices=DEVICES, default="auto",
+                        help="where to decode: auto (default) is cuda when PyTorch sees a "
+                             "GPU, else cpu")
+    parser.add_argument("--amp", choices=AMP_MODES, default="off",
+                        help="mixed precision of decoding (default off); fp16 needs cuda")
+    parser.add_argument("--overwrite", action="store_true", help=_OVERWRITE)
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run", metavar="RUN", help="a folder written by 'translate train'")
+    parser.add_argument("text", nargs="*", help="sentences to translate (default: stdin)")
+    parser.add_argument("--input", metavar="FILE",
+                        help="translate each line of FILE instead of stdin")
+    parser.add_argument("--output", metavar="FILE",
+                        help="write the translations to FILE instead of stdout")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no progress bar on stderr (shown for more than 64 lines of "
+                             "TEXT or --input)")
+    _add_decoding(parser)
+
+
+def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run", metavar="RUN", help="a folder written by 'translate train'")
+    parser.add_argument("--data", required=True, metavar="FILE", help="pairs to score (TSV)")
+    _add_decoding(parser)
+    parser.add_argument("--bleu-tokenize", default="auto",
+                        help="sacrebleu's BLEU tokenizer; 'auto' (default) is 13a, or char "
+                             "when the references average fewer than four words")
+    parser.add_argument("--output", metavar="FILE",
+                        help="also write the translations to FILE, one a line")
+    parser.add_argument("--json", metavar="FILE", dest="json_path",
+                        help="also write the scores and their signatures to FILE as JSON")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+
+
+def add_export_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run", metavar="RUN", help="a folder written by 'translate train'")
+    parser.add_argument("--out", required=True, metavar="DIR",
+                        help="the folder to write (not a run folder)")
+    parser.add_argument("--checkpoint", choices=("averaged", "last"), default="averaged",
+                        help="the averaged final model or the last checkpoint "
+                             "(default averaged)")
+    parser.add_argument("--max-len", type=int, default=None,
+                        help="longest sequence the graphs accept: trims the positional "
+                             "table (default: the model's)")
+    parser.add_argument("--overwrite", action="store_true", help=_OVERWRITE)
+
+
+def _in_run_folder(path: Path) -> bool:
+    """Whether `path` is a file a training run writes, in a run folder."""
+    from ..training.checkpoints import CHECKPOINTS
+    from ..training.run_folder import is_run_folder
+
+    parent = path.parent
+    if parent.name == CHECKPOINTS and is_run_folder(parent.parent):
+        return True
+    names = ("model.pt", "tokenizer.json", "config.json", "metrics.jsonl", ".lock")
+    return path.name in names and is_run_folder(parent)
+
+
+def check_output(path: str, option: str, *, reads: Sequence[str] = (),
+                 overwrite: bool = False) -> None:
+    """Refuse, before any work, an output file that would destroy something.
+
+    Raises:
+        ValueError: if `path` is a folder, its folder is missing, it is a file the command
+            reads, a run folder's own file, or (without `overwrite`) a file that exists.
+    """
+    target = Path(path).resolve()
+    if Path(path).is_dir():
+        raise ValueError(f"cannot write {path!r}: it is a folder")
+    if not target.parent.is_dir():
+        raise ValueError(f"cannot write {path!r}: folder {str(target.parent)!r} does not exist")
+    if any(Path(r).resolve() == target for r in reads if r):
+        raise ValueError(f"{option} {path!r} is a file this command reads; choose another file")
+    if _in_run_folder(target):
+        raise ValueError(f"{option} {path!r} is a file of a run folder; choose another file")
+    if target.exists() and not overwrite:
+        raise ValueError(f"{option} {path!r} exists; give --overwrite to replace it, or choose "
+                         "another file")
+
+
+def _check_folder_outputs(out: str, names: Iterable[str], overwrite: bool) -> Path:
+    """Refuse an output folder that is a run folder, or holds one of `names` (without
+    `overwrite`)."""
+    from ..training.run_folder import is_run_folder
+
+    path = Path(out)
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"cannot create output folder {out!r}: a file of that name exists")
+    if is_run_folder(path):
+        raise ValueError(f"--out {out!r} is a run folder; its files are the run's: choose "
+                         "another folder")
+    existing = [n for n in names if (path / n).exists()]
+    if existing and not overwrite:
+        raise ValueError(f"--out {out!r} already holds {', '.join(existing)}; give --overwrite "
+                         "to replace them, or choose another folder")
+    return path
+
+
+def _make_folder(path: Path) -> Path:
+    """Create an output folder, refusing one that cannot be written."""
+    out = str(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ValueError(f"cannot create output folder {out!r}: {error.strerror or error}"
+                         ) from None
+    if not os.access(path, os.W_OK):
+        raise ValueError(f"output folder {out!r} is not writable")
+    return path
+
+
+def run_numbers(args: argparse.Namespace) -> int:
+    from ..data.numbers import number_corpus, write_tsv
+
+    sizes = {name: getattr(args, f"{name}_size") for name in ("train", "valid", "test")}
+    folder = _make_folder(_check_folder_outputs(args.out, [f"{n}.tsv" for n in sizes],
+                                                args.overwrite))
+    corpus = number_corpus(args.lang, sizes, limit=args.limit, seed=args.seed,
+                           always_first=args.always_train)
+    for name, pairs in corpus.items():
+        path = write_tsv(folder / f"{name}.tsv", pairs)
+        print(f"wrote {path}: {len(pairs)} pairs")
+    return 0
+
+
+def _load(args: argparse.Namespace) -> tuple[Any, Any]:
+    if not 0 < args.beam <= MAX_BEAM:
+        raise ValueError(f"--beam must be positive and at most {MAX_BEAM}, got {args.beam}")
+    from ..training.ranks import amp_context, resolve_device
+    from ..training.resume import load_translator
+
+    amp_context(resolve_device(args.device), args.amp)  # fp16 without CUDA: refused here
+    return load_translator(args.run, args.checkpoint, device=args.device)
+
+
+def _write_lines(path: str, lines: Iterable[str]) -> None:
+    from .._io import atomic_write
+
+    text = "".join(line + "\n" for line in lines).encode("utf-8")
+    atomic_write(path, lambda f: f.write(text))
+
+
+def _translate_all(model: Any, tokenizer: Any, sources: Sequence[str],
+                   args: argparse.Namespace, *, progress: bool) -> list[str]:
+    """Translate in chunks, with a progress bar on stderr."""
+    from tqdm.auto import tqdm
+
+    from ..inference.evaluate import translate_sentences
+
+    out: list[str] = []
+    with tqdm(total=len(sources), desc="translate", unit="sent", file=sys.stderr,
+              disable=not progress, leave=False) as bar:
+        for start in range(0, len(sources), _CHUNK):
+            part = list(sources[start:start + _CHUNK])
+            out += _decode(model, tokenizer, part, args, translate_sentences)
+            bar.update(len(part))
+    return out
+
+
+def _decode(model: Any, tokenizer: Any, texts: list[str], args: argparse.Namespace,
+            translate: Callable[..., list[str]]) -> list[str]:
+    """Translations of `texts`; a blank text gives a blank line."""
+    import torch
+
+    from ..training.ranks import amp_context
+
+    kept = [i for i, t in enumerate(texts) if t.strip()]
+    out = [""] * len(texts)
+    if not kept:
+        return out
+    device = next(model.parameters()).device
+    with torch.inference_mode(), amp_context(device, args.amp):
+        done = translate(model, tokenizer, [texts[i].strip() for i in kept],
+                         beam_size=args.beam, alpha=args.alpha)
+    for i, text in zip(kept, done, strict=True):
+        out[i] = text
+    return out
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    import sacrebleu
+
+    from ..data.numbers import read_tsv
+    from ..training.callbacks import auto_bleu_tokenize
+
+    for option, path in (("--output", args.output), ("--json", args.json_path)):
+        if path:
+            check_output(path, option, reads=[args.data], overwrite=args.overwrite)
+    if args.output and args.json_path and Path(args.output).resolve() == Path(
+            args.json_path).resolve():
+        raise ValueError("--output and --json name the same file; choose two")
+    pairs = read_tsv(args.data)
+    model, tokenizer = _load(args)
+    sources, refs = [s for s, _ in pairs], [t for _, t in pairs]
+    tokenize = (auto_bleu_tokenize(refs) if args.bleu_tokenize == "auto"
+                else args.bleu_tokenize)
+    if tokenize not in sacrebleu.BLEU.TOKENIZERS:
+        raise ValueError(f"--bleu-tokenize must be auto or one of "
+                         f"{sorted(sacrebleu.BLEU.TOKENIZERS)}, got {tokenize!r}")
+    hyps = _translate_all(model, tokenizer, sources, args, progress=not args.no_progress)
+    bleu, chrf = sacrebleu.BLEU(tokenize=tokenize), sacrebleu.CHRF()
+    hyps_clean, refs_clean = [h.strip() for h in hyps], [r.strip() for r in refs]
+    bleu_score = bleu.corpus_score(hyps_clean, [refs_clean]).score
+    chrf_score = chrf.corpus_score(hyps_clean, [refs_clean]).score
+    hits = sum(h == r for h, r in zip(hyps_clean, refs_clean, strict=True))
+    exact = 100.0 * hits / len(pairs)
+    decoding = "greedy" if args.beam == 1 else f"beam {args.beam}, alpha {args.alpha}"
+    signatures = {"bleu": str(bleu.get_signature()), "chrf": str(chrf.get_signature())}
+    print(f"BLEU {bleu_score:.2f} (sacrebleu {signatures['bleu']})")
+    print(f"chrF {chrf_score:.2f} (sacrebleu {signatures['chrf']})")
+    print(f"exact match {exact:.2f} % ({hits}/{len(pairs)}); {args.checkpoint} model, "
+          f"{decoding}, {args.data}")
+    if args.output:
+        _write_lines(args.output, hyps)
+    if args.json_path:
+        data = {"bleu": bleu_score, "chrf": chrf_score, "exact_match": exact,
+                "sentences": len(pairs), "signatures": signatures, "run": str(args.run),
+                "checkpoint": args.checkpoint, "data": str(args.data),
+                "decoding": {"beam": args.beam, "alpha": args.alpha}}
+        _write_lines(args.json_path, [json.dumps(data, indent=2, ensure_ascii=False)])
+    return 0
+
+
+def _unknown_characters(tokenizer: Any, text: str) -> list[str]:
+    from ..data.tokenizer import UNK
+
+    if UNK not in tokenizer.encode(text):
+        return []
+    return sorted({c for c in text if not c.isspace() and UNK in tokenizer.encode(c)})
+
+
+def _lines(stream: Any) -> Iterator[str]:
+    """Lines of a text stream split at \\n (or \\r\\n) only, as they arrive."""
+    for line in iter(stream.readline, ""):
+        yield line.removesuffix("\n").removesuffix("\r")
+
+
+def _read_input(path: str) -> list[str]:
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as f:
+            return list(_lines(f))
+    except FileNotFoundError:
+        raise ValueError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise ValueError(f"{path}: is a folder, not a file") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not UTF-8 text") from None
+
+
+def run_run(args: argparse.Namespace) -> int:
+    """`translate RUN [TEXT ...]`: translate TEXT, --input's lines, or stdin's as they come."""
+    from ..inference.evaluate import translate_sentences
+
+    if args.text and args.input:
+        raise ValueError("give TEXT or --input FILE, not both")
+    texts = _read_input(args.input) if args.input else list(args.text)
+    if args.output:
+        check_output(args.output, "--output", reads=[args.input], overwrite=args.overwrite)
+    model, tokenizer = _load(args)
+
+    def warn(number: int, text: str) -> None:
+        unknown = _unknown_characters(tokenizer, text)
+        if unknown:
+            print(f"warning: line {number}: characters outside the vocabulary: "
+                  f"{' '.join(unknown)} (translated as unknown)", file=sys.stderr, flush=True)
+
+    if args.text or args.input:
+        for number, text in enumerate(texts, 1):
+            warn(number, text)
+        hyps = _translate_all(model, tokenizer, texts, args,
+                              progress=not args.no_progress and len(texts) > _CHUNK)
+        if args.output:
+            _write_lines(args.output, hyps)
+        else:
+            for line in hyps:
+                print(line)
+        return 0
+    out = sys.stdout if args.output is None else open(args.output, "w", encoding="utf-8")  # noqa: SIM115
+    try:
+        for number, text in enumerate(_lines(sys.stdin), 1):
+            warn(number, text)
+            print(_decode(model, tokenizer, [text], args, translate_sentences)[0], file=out,
+                  flush=True)
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    return 0
+
+
+def run_export(args: argparse.Namespace) -> int:
+    from ..training.checkpoints import TOKENIZER_FILE
+    from ..training.run_folder import is_run_folder
+
+    out, run = Path(args.out), Path(args.run)
+    if is_run_folder(out) or (out.resolve() == run.resolve()):
+        raise ValueError(f"--out {args.out!r} is a run folder; export writes its own "
+                         f"{TOKENIZER_FILE} and would replace the run's: choose another folder")
+    if args.max_len is not None and args.max_len <= 0:
+        raise ValueError(f"--max-len must be positive, got {args.max_len}")
+    folder = _check_folder_outputs(args.out, ["encoder.onnx", "decoder.onnx", TOKENIZER_FILE],
+                                   args.overwrite)
+    from ..interop.onnx import export_onnx
+    from ..training.resume import load_translator
+
+    model, tokenizer = load_translator(args.run, args.checkpoint)
+    if args.max_len is not None:
+        from ..interop.onnx import trim_positions
+
+        model = trim_positions(model, args.max_len)
+    paths = export_onnx(model, _make_folder(folder), attention_weights=True)
+    paths["tokenizer"] = tokenizer.save(folder / TOKENIZER_FILE)
+    for name, path in paths.items():
+        print(f"wrote {path}: {Path(path).stat().st_size:,} bytes ({name})")
+    return 0

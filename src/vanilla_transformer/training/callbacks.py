@@ -1,0 +1,280 @@
+"""What the training loop calls after each step: each a small object with one job.
+
+[`fit`][vanilla_transformer.training.loop.fit] calls `on_step(progress)` of each callback, in
+order, after every optimizer step, and `on_end(progress)` once when the loop ends (also after
+an error). A callback stops training by setting `progress.stop` to its reason.
+
+- [`MetricsLog`][vanilla_transformer.training.callbacks.MetricsLog]: `metrics.jsonl` (and
+  TensorBoard) every `log_every` steps;
+- [`StopWhen`][vanilla_transformer.training.callbacks.StopWhen]: a time limit or a request to
+  stop, agreed by every process;
+- [`Validator`][vanilla_transformer.training.callbacks.Validator]: greedy-decodes validation
+  sentences on the model's own device and scores them;
+- [`CheckpointKeeper`][vanilla_transformer.training.callbacks.CheckpointKeeper]: validates,
+  writes a checkpoint every `save_every` steps and at a stop, keeps the last `average` and the
+  best;
+- [`EarlyStopping`][vanilla_transformer.training.callbacks.EarlyStopping]: stops after
+  `patience` validations without a better score.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+import torch
+from torch import nn
+
+from .checkpoints import (
+    BEST_FILE,
+    CHECKPOINTS,
+    METRICS_FILE,
+    TENSORBOARD_FOLDER,
+    checkpoint_paths,
+    model_state,
+    save_checkpoint,
+    save_train_state,
+    step_of,
+)
+from .ranks import Ranks
+from .run_folder import metrics_writer
+
+if TYPE_CHECKING:
+    from ..data.tokenizer import SharedTokenizer
+    from ..inference.evaluate import TranslationScores
+    from ..model.encoder_decoder import EncoderDecoder
+    from .loop import FitProgress
+
+__all__ = ["Callback", "MetricsLog", "StopWhen", "Validator", "CheckpointKeeper",
+           "EarlyStopping", "auto_bleu_tokenize", "best_entry"]
+
+Log = Callable[[str], None]
+
+
+class Callback(Protocol):
+    """What `fit` calls: `on_step` after every optimizer step, `on_end` once at the end."""
+
+    def on_step(self, progress: FitProgress) -> None: ...
+
+    def on_end(self, progress: FitProgress) -> None: ...
+
+
+def auto_bleu_tokenize(references: Sequence[str]) -> str:
+    """sacrebleu's BLEU tokenizer for `references`: `char` when they average fewer than four
+    words (word 4-grams would not exist), else its default `13a`.
+
+    Examples:
+        >>> auto_bleu_tokenize(["vierhunderteins", "zwei"]), auto_bleu_tokenize(["a b c d e"])
+        ('char', '13a')
+    """
+    if not references:
+        return "13a"
+    words = sum(len(r.split()) for r in references) / len(references)
+    return "char" if words < 4 else "13a"
+
+
+def best_entry(history: Sequence[dict[str, Any]], key: str) -> dict[str, Any] | None:
+    """The validation with the highest `key` (the earliest of equals), or `None`."""
+    scored = [h for h in history if key in h]
+    return max(scored, key=lambda h: (h[key], -h["step"])) if scored else None
+
+
+class MetricsLog:
+    """Every `every` steps, a line of `metrics.jsonl` with the mean loss of the steps since the
+    last line, the learning rate and the tokens per second of all processes; also each
+    validation's scores. Only process 0 writes; with `tensorboard`, the same numbers go to
+    `RUN/tensorboard/` as scalars. A resumed run first drops the lines after its checkpoint."""
+
+    def __init__(self, folder: Path, ranks: Ranks, optimizer: torch.optim.Optimizer, *,
+                 every: int, resumed_at: int | None, tensorboard: bool) -> None:
+        self.ranks, self.optimizer, self.every = ranks, optimizer, every
+        self.write = (metrics_writer(folder / METRICS_FILE, resumed_at) if ranks.rank == 0
+                      else None)
+        self.board: Any = None
+        if tensorboard and ranks.rank == 0:
+            from torch.utils.tensorboard import SummaryWriter
+
+            # a resumed run drops the events after its checkpoint, as metrics.jsonl its lines
+            self.board = SummaryWriter(str(folder / TENSORBOARD_FOLDER), purge_step=(
+                None if resumed_at is None else resumed_at + 1))
+        self.start, self.tokens_before, self.losses = time.perf_counter(), 0, list[float]()
+
+    def log(self, entry: dict[str, Any]) -> None:
+        """Write one line (process 0 only)."""
+        if self.write is None:
+            return
+        self.write(entry)
+        if self.board is not None:
+            for key, value in entry.items():  # a validation's line repeats the step's loss
+                if key != "step" and not (key == "loss" and "valid_exact" in entry):
+                    self.board.add_scalar(key, value, entry["step"])
+            self.board.flush()
+
+    def on_step(self, progress: FitProgress) -> None:
+        self.losses.append(progress.loss)
+        if progress.step % self.every:
+            return
+        now = time.perf_counter()
+        tokens = self.ranks.total(progress.counts.tokens - self.tokens_before)
+        self.log({"step": progress.step, "loss": sum(self.losses) / len(self.losses),
+                  "lr": self.optimizer.param_groups[0]["lr"],
+                  "tokens_per_s": round(tokens / max(now - self.start, 1e-9), 1)})
+        self.start, self.tokens_before, self.losses = now, progress.counts.tokens, []
+
+    def on_end(self, progress: FitProgress) -> None:
+        if self.board is not None:
+            self.board.close()
+
+
+class StopWhen:
+    """Stops every process together after the step on which any of them has run `minutes`,
+    or `should_stop()` said so: `progress.stop` is `"time"` or `"interrupted"`."""
+
+    def __init__(self, ranks: Ranks, minutes: float | None,
+                 should_stop: Callable[[], bool] | None, log: Log) -> None:
+        self.ranks, self.minutes, self.should_stop, self.log = ranks, minutes, should_stop, log
+        self.deadline = None if minutes is None else time.monotonic() + 60 * minutes
+
+    def on_step(self, progress: FitProgress) -> None:
+        late, interrupted = self.ranks.any(
+            self.deadline is not None and time.monotonic() >= self.deadline,
+            self.should_stop is not None and self.should_stop())
+        if interrupted:
+            progress.stop = "interrupted"
+        elif late:
+            progress.stop = "time"
+            self.log(f"stopped after {self.minutes} minutes at step {progress.step}")
+
+    def on_end(self, progress: FitProgress) -> None:
+        pass
+
+
+class Validator:
+    """Greedy-decodes `pairs`' sources with the model where it is (no copy to another
+    device) and scores them against their targets: exact match, BLEU and chrF."""
+
+    def __init__(self, model: EncoderDecoder, tokenizer: SharedTokenizer,
+                 pairs: Sequence[tuple[str, str]],
+                 score: Callable[..., TranslationScores] | None = None) -> None:
+        self.model, self.tokenizer, self.pairs = model, tokenizer, list(pairs)
+        self.bleu_tokenize = auto_bleu_tokenize([t for _, t in self.pairs])
+        self.score = score
+
+    def scores(self) -> dict[str, float]:
+        """`valid_exact` (percent), `valid_bleu` and `valid_chrf`; `{}` without pairs."""
+        if not self.pairs:
+            return {}
+        from ..inference.evaluate import score_translations, translate_sentences
+
+        hyps = translate_sentences(self.model, self.tokenizer, [s for s, _ in self.pairs],
+                                   beam_size=1)
+        self.model.train()
+        scores = (self.score or score_translations)(hyps, [t for _, t in self.pairs],
+                                                    bleu_tokenize=self.bleu_tokenize)
+        return {"valid_exact": scores.exact_match, "valid_bleu": round(scores.bleu, 4),
+                "valid_chrf": round(scores.chrf, 4)}
+
+
+class CheckpointKeeper:
+    """Writes a training checkpoint every `save_every` steps, at `max_steps` and at a stop,
+    after validating; keeps the last `average` (a checkpoint written between saves is dropped
+    once training has gone past it), and with `keep_best` the best-scoring model as `best.pt`.
+
+    `state()` gives what a checkpoint holds beside the model; `history` is one entry per
+    checkpoint (resumed ones included). Only process 0 validates and writes; every process
+    takes part in gathering the random states.
+    """
+
+    def __init__(self, folder: Path, model: nn.Module, ranks: Ranks, *, save_every: int,
+                 max_steps: int, average: int, keep_best: str | None, validator: Validator,
+                 metrics: MetricsLog, state: Callable[[], dict[str, Any]],
+                 history: list[dict[str, Any]], log: Log) -> None:
+        self.folder, self.model, self.ranks = folder, model, ranks
+        self.save_every, self.max_steps, self.average = save_every, max_steps, average
+        self.keep_best, self.validator, self.metrics = keep_best, validator, metrics
+        self.state, self.history, self.log = state, history, log
+
+    def due(self, progress: FitProgress) -> bool:
+        return bool(progress.step % self.save_every == 0 or progress.step == self.max_steps
+                    or progress.stop)
+
+    def on_step(self, progress: FitProgress) -> None:
+        if self.due(progress):
+            self.save(progress)
+
+    def on_end(self, progress: FitProgress) -> None:
+        pass
+
+    def save(self, progress: FitProgress) -> None:
+        """Validate and write the checkpoint of `progress.step` (process 0)."""
+        rng_states = self.ranks.gather(torch.get_rng_state())
+        if self.ranks.rank > 0:
+            return
+        entry: dict[str, Any] = {"step": progress.step, "seconds": round(progress.seconds, 3),
+                                 "loss": progress.losses[-1] if progress.losses else float("nan")}
+        entry.update(self.validator.scores())
+        key = f"valid_{self.keep_best}"
+        best_before = best_entry(self.history, key)
+        self.history.append(entry)
+        weights = {k: v.detach().cpu() for k, v in model_state(self.model).items()}
+        rng = {"torch": rng_states[0], **({"ranks": rng_states} if self.ranks.size > 1 else {})}
+        save_train_state(self.folder / CHECKPOINTS / f"step-{progress.step:07d}.pt",
+                         model=weights, rng=rng, step=progress.step, seconds=progress.seconds,
+                         losses=torch.tensor(progress.losses, dtype=torch.float64),
+                         history=self.history, **self.state())
+        if self.keep_best and key in entry and (best_before is None
+                                                or entry[key] > best_before[key]):
+            save_checkpoint(self.folder / CHECKPOINTS / BEST_FILE, self.model,
+                            steps=progress.step, score={self.keep_best: entry[key]})
+        self._prune()
+        if "valid_exact" in entry:
+            self.metrics.log({"step": progress.step, "loss": entry["loss"], **{
+                k: entry[k] for k in ("valid_exact", "valid_bleu", "valid_chrf")}})
+        scores = (f", valid exact match {entry['valid_exact']:.1f} %, BLEU "
+                  f"{entry['valid_bleu']:.1f}" if "valid_exact" in entry else "")
+        self.log(f"step {progress.step}: loss {entry['loss']:.4f}{scores} "
+                 f"({progress.seconds:.0f} s)")
+
+    def _prune(self) -> None:
+        for old in checkpoint_paths(self.folder)[:-1]:
+            # a stop between saves (an interrupt, a time limit) wrote an extra checkpoint;
+            # once training has gone past it, it would skew the average: drop it
+            if step_of(old) % self.save_every:
+                old.unlink()
+        for old in checkpoint_paths(self.folder)[: -self.average]:
+            old.unlink()
+
+
+class EarlyStopping:
+    """Stops training (`progress.stop = "patience"`) at a validation step once `patience`
+    validations in a row have not beaten the best `key` score; process 0 decides for all."""
+
+    def __init__(self, history: list[dict[str, Any]], ranks: Ranks, *, metric: str,
+                 patience: int | None, save_every: int, log: Log) -> None:
+        self.history, self.ranks, self.metric = history, ranks, metric
+        self.patience, self.save_every, self.log = patience, save_every, log
+
+    def spent(self) -> bool:
+        """Whether the last `patience` validations came after the best one."""
+        best = best_entry(self.history, f"valid_{self.metric}")
+        if self.patience is None or best is None:
+            return False
+        later = [h for h in self.history if h["step"] > best["step"]
+                 and f"valid_{self.metric}" in h]
+        return len(later) >= self.patience
+
+    def on_step(self, progress: FitProgress) -> None:
+        if progress.stop or progress.step % self.save_every:
+            return
+        if self.ranks.share(self.spent()):
+            best = best_entry(self.history, f"valid_{self.metric}")
+            if best is not None:  # process 0, which validates
+                self.log(f"no better validation {self.metric} in {self.patience} "
+                         f"validations: stopping at step {progress.step} (best: step "
+                         f"{best['step']})")
+            progress.stop = "patience"
+
+    def on_end(self, progress: FitProgress) -> None:
+        pass

@@ -1,0 +1,246 @@
+"""Where a training process runs: the one way to join `torchrun`'s process group and talk
+between processes, the device and its mixed precision, and whether a model fits there.
+
+With one process every collective of [`Ranks`][vanilla_transformer.training.ranks.Ranks] is a
+no-op that returns its argument, so the copy task and the translator read the same with or
+without `torchrun`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import math
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from ..config import AMP_MODES, DEVICES, ModelConfig
+
+__all__ = ["ProcessZeroError", "Ranks", "check_timeout", "start_group", "nccl_device", "join",
+           "leave", "all_ranks_sum", "resolve_device", "amp_context", "check_fits_memory"]
+
+
+class ProcessZeroError(ValueError):
+    """Process 0's refusal of a run, raised again on the other processes (where a command
+    line stays quiet: process 0 has said it)."""
+
+
+def check_timeout(timeout: object) -> datetime.timedelta:
+    """`timeout` (seconds or a `timedelta`) as a `timedelta`.
+
+    Raises:
+        ValueError: if it is not positive and finite. TypeError: if it is not a number or a
+            `timedelta`.
+    """
+    if isinstance(timeout, datetime.timedelta):
+        seconds = timeout.total_seconds()
+    elif isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise TypeError(f"timeout must be a number of seconds or a datetime.timedelta, "
+                        f"got {timeout!r}")
+    else:
+        seconds = float(timeout)
+    if not (math.isfinite(seconds) and 0 < seconds <= 10**9):
+        raise ValueError(f"timeout must be a positive, finite number of seconds, got {timeout!r}")
+    return datetime.timedelta(seconds=seconds)
+
+
+def start_group(backend: str, timeout: datetime.timedelta, refusal: Exception) -> bool:
+    """Join the process group that `torchrun` describes in the environment, unless one is
+    joined already; whether this call started it. Raises `refusal` outside `torchrun` (no
+    `RANK` and `WORLD_SIZE` in the environment)."""
+    if dist.is_initialized():
+        return False
+    if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
+        raise refusal
+    dist.init_process_group(backend=backend, timeout=timeout)
+    return True
+
+
+def nccl_device() -> torch.device | None:
+    """Under NCCL, this rank's GPU (`cuda:LOCAL_RANK`), made the current one; else `None`."""
+    if dist.get_backend() != "nccl":
+        return None
+    device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+    torch.cuda.set_device(device)
+    return device
+
+
+def leave(together: bool) -> None:
+    """Destroy the default process group; after a barrier when every rank leaves `together`.
+
+    A gloo worker thread frees a collective's tensors after the collective has returned, and
+    it needs the interpreter lock to do so. If the process is already shutting down by then,
+    the thread is stopped inside C++ and the process aborts (SIGABRT) after all its work is
+    done. The barrier lets the threads finish before the group goes; it is skipped after an
+    error of one rank, which the other ranks may never meet at a barrier.
+    """
+    if together:
+        dist.barrier()
+    dist.destroy_process_group()
+
+
+def all_ranks_sum(value: float) -> float:
+    """The sum of `value` over the ranks of the default process group (one `all_reduce`)."""
+    total = torch.tensor([float(value)], dtype=torch.float64)
+    if dist.get_backend() == "nccl":
+        total = total.cuda()
+    dist.all_reduce(total)
+    return float(total)
+
+
+@dataclass
+class Ranks:
+    """This process's place in a data-parallel run: `rank` of `size` (0 of 1 when alone)."""
+
+    rank: int = 0
+    size: int = 1
+    device: torch.device | None = None  # where collectives put tensors (CUDA for NCCL)
+    shared: bool = False  # process 0 has told the others how the preparation went
+
+    def share(self, value: Any) -> Any:
+        """Rank 0's `value`, on every rank (a broadcast; every rank must call it)."""
+        if self.size == 1:
+            return value
+        box = [value]
+        dist.broadcast_object_list(box, src=0, device=self.device)
+        return box[0]
+
+    def any(self, *flags: bool) -> list[bool]:
+        """Each flag, true if it is true on any rank."""
+        if self.size == 1:
+            return list(flags)
+        values = torch.tensor([float(f) for f in flags], device=self.device)
+        dist.all_reduce(values, op=dist.ReduceOp.MAX)
+        return [bool(v) for v in values.tolist()]
+
+    def total(self, value: float) -> float:
+        """The sum of `value` over the ranks."""
+        return value if self.size == 1 else all_ranks_sum(value)
+
+    def gather(self, value: Any) -> list[Any]:
+        """Every rank's `value`, in rank order, on every rank."""
+        if self.size == 1:
+            return [value]
+        values: list[Any] = [None] * self.size
+        dist.all_gather_object(values, value)
+        return values
+
+
+def join(distributed: bool, timeout: float | datetime.timedelta,
+         device: torch.device) -> tuple[Ranks, bool, torch.device]:
+    """`(ranks, whether this call started the process group, this rank's device)`.
+
+    Without `distributed`, one rank on `device`. With it, the process group that `torchrun`
+    describes in the environment (joined unless one is already), NCCL on `cuda:LOCAL_RANK`
+    when `device` is CUDA, otherwise gloo on the CPU.
+
+    Raises:
+        ValueError: if `distributed` is asked for outside `torchrun` (no `RANK` and
+            `WORLD_SIZE` in the environment), or `timeout` is not positive. TypeError: if it
+            is not a number of seconds or a `timedelta`.
+    """
+    wait = check_timeout(timeout)
+    if not distributed:
+        return Ranks(), False, device
+    owns = start_group("nccl" if device.type == "cuda" else "gloo", wait, ValueError(
+        "distributed training needs the environment torchrun sets (RANK, WORLD_SIZE, "
+        "MASTER_ADDR, MASTER_PORT): start it as 'torchrun --standalone --nproc-per-node K "
+        "-m vanilla_transformer translate train --distributed ...'"))
+    gpu = nccl_device()
+    device = device if gpu is None else gpu
+    collectives = torch.device("cpu") if gpu is None else gpu
+    return Ranks(dist.get_rank(), dist.get_world_size(), collectives), owns, device
+
+
+def resolve_device(device: str | torch.device) -> torch.device:
+    """The device `device` names: `"auto"` is CUDA when available, else the CPU.
+
+    Raises:
+        ValueError: for an unknown name, or `"cuda"` on a machine without a GPU.
+
+    Examples:
+        >>> resolve_device("cpu")
+        device(type='cpu')
+    """
+    if isinstance(device, torch.device):
+        return device
+    if device not in DEVICES:
+        raise ValueError(f"device must be one of {DEVICES}, got {device!r}")
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device 'cuda' asked for, but PyTorch sees no CUDA GPU here; use "
+                         "'cpu' or 'auto'")
+    return torch.device(device)
+
+
+def amp_context(device: torch.device, amp: str) -> contextlib.AbstractContextManager[Any]:
+    """The autocast context of a mixed-precision mode (`AMP_MODES`) on `device`.
+
+    Raises:
+        ValueError: for an unknown mode, or `fp16` off CUDA.
+
+    Examples:
+        >>> with amp_context(torch.device("cpu"), "bf16"):
+        ...     (torch.ones(2, 2) @ torch.ones(2, 2)).dtype
+        torch.bfloat16
+    """
+    if amp not in AMP_MODES:
+        raise ValueError(f"amp must be one of {AMP_MODES}, got {amp!r}")
+    if amp == "off":
+        return contextlib.nullcontext()
+    if amp == "fp16" and device.type != "cuda":
+        raise ValueError("amp 'fp16' needs a CUDA device (float16 on the CPU is slow and needs "
+                         "loss scaling); use 'bf16' or 'off'")
+    dtype = torch.bfloat16 if amp == "bf16" else torch.float16
+    return torch.autocast(device_type=device.type, dtype=dtype)
+
+
+TRAINING_BYTES = 16
+"""Bytes a trained parameter needs at least: float32 weight, gradient and Adam's two moments."""
+
+
+def _memory(device: torch.device) -> int:
+    if device.type == "cuda":
+        return int(torch.cuda.get_device_properties(device).total_memory)
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # not a POSIX system: no bound known
+        return 2**62
+
+
+def check_fits_memory(config: ModelConfig, device: torch.device) -> int:
+    """Refuse, before it is built, a model whose training state cannot fit `device`'s memory.
+
+    The parameter count comes from the closed form (`parameter_count_for`), so nothing is
+    allocated; the positional table (`max_len * d_model`) counts too.
+
+    Returns:
+        The parameter count.
+
+    Raises:
+        ValueError: naming the sizes, the bytes needed and the bytes there are.
+
+    Examples:
+        >>> check_fits_memory(ModelConfig(10, 10, N=10**9), torch.device("cpu"))
+        ... # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: a model of N=1000000000, d_model=512, d_ff=2048, ... cannot fit ...
+    """
+    from ..analysis.parameters import parameter_count_for
+
+    params = int(parameter_count_for(config).total)
+    needed = TRAINING_BYTES * params + 4 * config.max_len * config.d_model
+    have = _memory(device)
+    if needed > have:
+        raise ValueError(
+            f"a model of N={config.N}, d_model={config.d_model}, d_ff={config.d_ff}, "
+            f"max_len={config.max_len} and vocabularies {config.src_vocab}/{config.tgt_vocab} "
+            f"has {params:,} parameters and needs at least {needed:,} bytes to train, but "
+            f"the {device.type} memory holds {have:,}: choose smaller sizes")
+    return params
