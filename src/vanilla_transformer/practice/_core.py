@@ -255,23 +255,23 @@ class _Failure:
     difference: tuple[str, str] | None = None
 
 
-def _matches(mistake: Mistake, failures: Sequence[_Failure],
+def _matches(mistake: Mistake, failures: Sequence[_Failure], passes: Sequence[_Failure],
              tolerance: tuple[float, float] | None) -> bool:
-    tried = 0
-    for failure in failures:
-        if failure.got is None:
-            continue
+    """Whether the mistake gives the learner's outputs on the first failing inputs, and on the
+    first inputs where the learner was right (so "always post-norm" is not taken for "the two
+    arrangements swapped")."""
+    failing = [f for f in failures if f.got is not None][:4]
+    if not failing:
+        return False
+    for failure in [*failing, *passes[:3]]:
         try:
             outputs = mistake.outputs(failure.case)
         except Exception:  # noqa: BLE001 - a mistake that cannot run on this input is not it
             return False
-        shared = {k: v for k, v in outputs.items() if k in failure.got}
-        if not shared or _first_difference(shared, failure.got, tolerance) is not None:
+        shared = {k: v for k, v in outputs.items() if k in (failure.got or {})}
+        if not shared or _first_difference(shared, failure.got or {}, tolerance) is not None:
             return False
-        tried += 1
-        if tried == 4:
-            break
-    return tried > 0
+    return True
 
 
 def _paragraph(label: str, text: str) -> str:
@@ -304,6 +304,7 @@ def run_step(step: Step, implementation: Any, seed: int = 0) -> CheckResult:
         torch.manual_seed(seed)
         cases = sorted(step.cases(seed), key=lambda c: c.size)
         failures: list[_Failure] = []
+        passes: list[_Failure] = []
         for case in cases:
             expected = step.expected(case)
             try:
@@ -318,10 +319,12 @@ def run_step(step: Step, implementation: Any, seed: int = 0) -> CheckResult:
             difference = _first_difference(expected, got, step.tolerance)
             if difference is not None:
                 failures.append(_Failure(case, expected, got, difference=difference))
+            elif len(passes) < 3:
+                passes.append(_Failure(case, expected, got))
         if not failures:
             message = f"{step.name}: passed, on all {len(cases)} inputs."
             return CheckResult(step.name, True, message, len(cases), 0)
-        mistake = next((m for m in step.mistakes if _matches(m, failures, step.tolerance)), None)
+        mistake = next((m for m in step.mistakes if _matches(m, failures, passes, step.tolerance)), None)
     return _failed(step, cases, failures, mistake)
 
 

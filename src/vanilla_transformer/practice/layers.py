@@ -407,5 +407,12 @@ class EncoderDecoderStep(Step):
                              "tgt_embed[0].lut.weight and generator.proj.weight must be one "
                              "and the same Parameter")
         load_reference(model, d["reference"], "make_model")
+        for stage, path, _ in model_taps(d["args"]["N"]):
+            try:
+                model.get_submodule(path)
+            except AttributeError:
+                raise ValueError(f"your model has no {path} (the {stage}): build the model as "
+                                 "make_model's docstring shows, so that every stage has its "
+                                 "place") from None
         model.eval()
         return self._run(model, case)
