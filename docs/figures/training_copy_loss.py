@@ -9,23 +9,21 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import runpy
+from pathlib import Path
+
 import matplotlib.pyplot as plt
-import torch
 
-from vanilla_transformer.training import CopyTaskConfig, rate, train_copy_model
+from vanilla_transformer.training import rate
 
-CONFIG = CopyTaskConfig(steps=300, batch_size=32, warmup=50)
+RUNS = runpy.run_path(str(Path(__file__).with_name("_training_runs.py")))
+CONFIG = RUNS["CONFIG"]
 
 
 def draw() -> plt.Figure:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        run = train_copy_model(CONFIG)
-    finally:
-        torch.set_num_threads(threads)
+    run = RUNS["copy_run"]()
     steps = range(1, len(run.losses) + 1)
-    fig, ax = plt.subplots(figsize=(6.4, 3.4), layout="constrained")
+    fig, ax = plt.subplots(figsize=(4.7, 3.0), layout="constrained")
     ax.plot(steps, run.losses, lw=1.5, label="loss per token")
     ax.set_yscale("log")
     ax.set_xlabel("optimizer step", fontsize=11)

@@ -1,0 +1,68 @@
+"""Numbers of the Training lesson (docs/learn/training.md), computed as its code and figures do."""
+
+from __future__ import annotations
+
+import math
+import runpy
+import statistics
+from pathlib import Path
+
+import torch
+
+from vanilla_transformer.training import LabelSmoothing, rate
+
+FIGURES = Path("docs/figures")
+
+
+def _figure(name: str) -> dict:
+    return runpy.run_path(str(FIGURES / f"{name}.py"))
+
+
+def values() -> dict[str, object]:
+    out: dict[str, object] = {}
+    # the opening figure: the probability of each right piece, untrained and trained
+    learning = _figure("training_learning")
+    pieces, probs = learning["right_piece_probs"]()
+    out["step_a"], out["step_b"] = (int(learning["MODELS"][k].split("/")[1])
+                                    for k in ("step 100", "step 400"))
+    out["untrained_max"] = max(probs["untrained"])
+    out["uniform"] = 1 / 250
+    out["shipped_min"] = min(probs["shipped model"])
+    out["shipped_max"] = max(probs["shipped model"])
+    out["step100_first"] = probs["step 100"][0]
+    # the schedule of the base model
+    out["peak"] = rate(4000, 512, 1.0, 4000)
+    out["rate_end"] = rate(100_000, 512, 1.0, 4000)
+    # the smoothed rows: the package's for V = 11, Szegedy et al.'s, and the translator's V
+    criterion = LabelSmoothing(size=11, padding_idx=0, smoothing=0.1)
+    criterion(torch.log_softmax(torch.zeros(1, 11), dim=-1), torch.tensor([3]))
+    assert criterion.true_dist is not None
+    out["spread_11"] = criterion.true_dist[0, 1].item()
+    out["szegedy_right_11"] = 0.9 + 0.1 / 11
+    out["szegedy_other_11"] = 0.1 / 11
+    out["V"] = 250
+    out["szegedy_right_250"] = 0.9 + 0.1 / 250
+    out["spread_250"] = 0.1 / 248
+    # the top candidate, in the figure's three sets
+    top_figure = _figure("training_top_candidate")
+    tops = top_figure["top_probabilities"]()
+    out["test_numbers"] = top_figure["NUMBERS"]
+    translator = tops["translator"]
+    out["translator_steps"] = len(translator)
+    out["translator_median"] = statistics.median(translator)
+    out["translator_max"] = max(translator)
+    out["translator_above_90_pct"] = 100 * sum(p > 0.9 for p in translator) / len(translator)
+    out["copy_smoothed_median"] = statistics.median(tops["copy, eps 0.1"])
+    out["copy_smoothed_max"] = max(tops["copy, eps 0.1"])
+    out["copy_sharp_median"] = statistics.median(tops["copy, eps 0"])
+    # the copy task of the lesson
+    runs = runpy.run_path(str(FIGURES / "_training_runs.py"))
+    run = runs["copy_run"]()
+    config = runs["CONFIG"]
+    out["copy_steps"] = config.steps
+    out["copy_batch"] = config.batch_size
+    out["copy_first_loss"] = run.losses[0]
+    out["copy_last_loss"] = run.losses[-1]
+    out["copy_uniform_loss"] = LabelSmoothing(11, padding_idx=0, smoothing=0.1)(
+        torch.full((1, 11), -math.log(11)), torch.tensor([3])).item()
+    return out
