@@ -12,32 +12,35 @@ from __future__ import annotations
 
 import sys
 import types
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
-from vanilla_transformer.training import CopyTaskConfig, train_copy_model
+from vanilla_transformer.training import CopyTaskConfig, CopyTaskRun, train_copy_model
 
 CONFIG = CopyTaskConfig(steps=300, batch_size=32, warmup=50)
 _STORE = sys.modules.setdefault("_vanilla_transformer_docs_copy_runs",
                                 types.ModuleType("_vanilla_transformer_docs_copy_runs"))
 if not hasattr(_STORE, "runs"):
-    _STORE.runs = {}
+    _STORE.runs = {}  # type: ignore[attr-defined]
+_RUNS: dict[object, Any] = _STORE.runs
 
 
-def copy_run(smoothing: float = CONFIG.smoothing):
+def copy_run(smoothing: float = CONFIG.smoothing) -> CopyTaskRun:
     """The lesson's copy-task run with label smoothing `smoothing` (a `CopyTaskRun`)."""
-    if smoothing not in _STORE.runs:
+    if smoothing not in _RUNS:
         threads = torch.get_num_threads()
         torch.set_num_threads(1)  # a model this small is fastest on one thread
         try:
-            _STORE.runs[smoothing] = train_copy_model(CONFIG.replace(smoothing=smoothing))
+            _RUNS[smoothing] = train_copy_model(CONFIG.replace(smoothing=smoothing))
         finally:
             torch.set_num_threads(threads)
-    return _STORE.runs[smoothing]
+    return _RUNS[smoothing]
 
 
-def once(key: str, compute):
+def once(key: str, compute: Callable[[], Any]) -> Any:
     """`compute()`, computed once per build under `key` (for the figures' and numbers' data)."""
-    if key not in _STORE.runs:
-        _STORE.runs[key] = compute()
-    return _STORE.runs[key]
+    if key not in _RUNS:
+        _RUNS[key] = compute()
+    return _RUNS[key]

@@ -52,7 +52,7 @@ def draw() -> plt.Figure:
     pieces, probs = right_piece_probs()
     fig, ax = plt.subplots(figsize=(4.7, 3.3), layout="constrained")
     width = 0.8 / len(probs)
-    for m, ((label, row), colour) in enumerate(zip(probs.items(), COLOURS)):
+    for m, ((label, row), colour) in enumerate(zip(probs.items(), COLOURS, strict=True)):
         x = [i - 0.4 + width * (m + 0.5) for i in range(len(pieces))]
         ax.bar(x, row, width=width, color=colour, label=label)
     ax.set_xticks(range(len(pieces)), pieces, fontsize=11)

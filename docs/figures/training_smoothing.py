@@ -40,7 +40,7 @@ def draw() -> plt.Figure:
     rows = targets()
     fig, axes = plt.subplots(len(rows), 1, figsize=(4.7, 5.2), layout="constrained",
                              sharex=True)
-    for ax, (title, row) in zip(axes, rows.items()):
+    for ax, (title, row) in zip(axes, rows.items(), strict=True):
         colours = [RIGHT_COLOUR if i == RIGHT else OTHER_COLOUR for i in range(V)]
         ax.bar(range(V), row, color=colours)
         ax.set_yscale("log")

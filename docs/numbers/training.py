@@ -6,6 +6,7 @@ import math
 import runpy
 import statistics
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -14,7 +15,7 @@ from vanilla_transformer.training import LabelSmoothing, rate
 FIGURES = Path("docs/figures")
 
 
-def _figure(name: str) -> dict:
+def _figure(name: str) -> dict[str, Any]:
     return runpy.run_path(str(FIGURES / f"{name}.py"))
 
 
@@ -22,7 +23,7 @@ def values() -> dict[str, object]:
     out: dict[str, object] = {}
     # the opening figure: the probability of each right piece, untrained and trained
     learning = _figure("training_learning")
-    pieces, probs = learning["right_piece_probs"]()
+    _, probs = learning["right_piece_probs"]()
     out["step_a"], out["step_b"] = (int(learning["MODELS"][k].split("/")[1])
                                     for k in ("step 100", "step 400"))
     out["untrained_max"] = max(probs["untrained"])
