@@ -173,6 +173,182 @@ def case_unknown_option(data, run, tmp_path):
     return ["translate", "train", "--train", "x", "--valid", "y", "--out", "z", "--bogus"]
 
 
+# ---- refuse before destroying: one case per rule of the engine ----
+
+def case_overwrite_with_a_bad_last_line(data, run, tmp_path):
+    bad = tmp_path / "bad.tsv"
+    bad.write_text((data / "train.tsv").read_text(encoding="utf-8") + "no tab\n",
+                   encoding="utf-8")
+    return _train(data, run, "--overwrite", *TINY, train=bad)
+
+
+def case_overwrite_with_a_model_too_big(data, run, tmp_path):
+    return _train(data, run, "--overwrite", *TINY, "--d-ff", "99999999999999999999")
+
+
+def case_new_run_with_layers_that_cannot_fit(data, run, tmp_path):
+    return _train(data, tmp_path / "new", *TINY, "-N", "99999999999999999999")
+
+
+def case_a_positional_table_that_cannot_fit(data, run, tmp_path):
+    return _train(data, tmp_path / "new", *TINY, "--max-len", "99999999999999999999")
+
+
+def case_an_accumulation_that_overflows(data, run, tmp_path):
+    return _train(data, tmp_path / "new", *TINY, "--accum-iter", "99999999999999999999")
+
+
+def case_a_negative_seed(data, run, tmp_path):
+    return _train(data, tmp_path / "new", *TINY, "--seed", "-1")
+
+
+def case_a_negative_timeout(data, run, tmp_path):
+    return _train(data, tmp_path / "new", *TINY, "--timeout", "-1")
+
+
+def case_an_infinite_timeout(data, run, tmp_path):
+    return _train(data, tmp_path / "new", *TINY, "--timeout", "inf")
+
+
+def case_too_many_threads(data, run, tmp_path):
+    return _train(data, tmp_path / "new", *TINY, "--threads", "99999999999999999999")
+
+
+def case_a_beam_too_wide(data, run, tmp_path):
+    return ["translate", str(run), "--beam", "99999999999999999999", "one"]
+
+
+def case_output_over_the_model(data, run, tmp_path):
+    return ["translate", str(run), "--beam", "1", "seven", "--output", str(run / "model.pt")]
+
+
+def case_output_over_a_checkpoint(data, run, tmp_path):
+    newest = sorted((run / "checkpoints").glob("step-*.pt"))[-1]
+    return ["translate", str(run), "--beam", "1", "seven", "--output", str(newest),
+            "--overwrite"]
+
+
+def case_output_over_its_input(data, run, tmp_path):
+    (run / "input.txt").write_text("one\n", encoding="utf-8")
+    return ["translate", str(run), "--input", str(run / "input.txt"), "--output",
+            str(run / "input.txt"), "--overwrite"]
+
+
+def case_output_over_a_file_it_did_not_create(data, run, tmp_path):
+    (run / "notes.txt").write_text("mine", encoding="utf-8")
+    return ["translate", str(run), "--beam", "1", "one", "--output", str(run / "notes.txt")]
+
+
+def case_eval_json_over_a_file(data, run, tmp_path):
+    (run / "scores.json").write_text("{}", encoding="utf-8")
+    return ["translate", "eval", str(run), "--data", str(data / "test.tsv"), "--json",
+            str(run / "scores.json")]
+
+
+def case_eval_output_over_its_data(data, run, tmp_path):
+    shutil.copy(data / "test.tsv", run / "test.tsv")
+    return ["translate", "eval", str(run), "--data", str(run / "test.tsv"), "--output",
+            str(run / "test.tsv"), "--overwrite"]
+
+
+def case_numbers_over_a_corpus(data, run, tmp_path):
+    (run / "corpus").mkdir()
+    (run / "corpus" / "train.tsv").write_text("one\teins\n", encoding="utf-8")
+    return ["translate", "numbers", "--out", str(run / "corpus")]
+
+
+def case_numbers_into_a_run(data, run, tmp_path):
+    return ["translate", "numbers", "--out", str(run), "--overwrite"]
+
+
+def case_export_over_a_graph(data, run, tmp_path):
+    (run / "onnx").mkdir()
+    (run / "onnx" / "encoder.onnx").write_bytes(b"mine")
+    return ["translate", "export", str(run), "--out", str(run / "onnx")]
+
+
+def case_model_without_its_tokenizer(data, run, tmp_path):
+    state = torch.load(run / "model.pt", weights_only=True)
+    del state["metadata"]["tokenizer"]
+    torch.save(state, run / "model.pt")
+    case_model_without_its_tokenizer.still_works = False
+    return ["translate", str(run), "one"]
+
+
+def case_tokenizer_with_a_normalizer(data, run, tmp_path):
+    tokenizer = json.loads((run / "tokenizer.json").read_text(encoding="utf-8"))
+    tokenizer["normalizer"] = {"type": "Replace", "pattern": {"Regex": "(a+)+$"},
+                               "content": "b"}
+    (run / "tokenizer.json").write_text(json.dumps(tokenizer), encoding="utf-8")
+    case_tokenizer_with_a_normalizer.cleanup = lambda: shutil.copy(
+        run.parent / "saved-tokenizer.json", run / "tokenizer.json")
+    return ["translate", str(run), "one"]
+
+
+def _edit_config(run, **changes):
+    config = json.loads((run / "config.json").read_text(encoding="utf-8"))
+    for key, value in changes.items():
+        if value is None:
+            config.pop(key)
+        else:
+            config[key] = value
+    (run / "config.json").write_text(json.dumps(config), encoding="utf-8")
+
+
+def case_resume_without_a_data_fingerprint(data, run, tmp_path):
+    _edit_config(run, data=None)
+    return _train(data, run, "--resume", "--max-steps", "6", *TINY)
+
+
+def case_resume_with_a_data_fingerprint_of_another_shape(data, run, tmp_path):
+    _edit_config(run, data="x")
+    return _train(data, run, "--resume", "--max-steps", "6", *TINY)
+
+
+def case_resume_with_options_of_another_shape(data, run, tmp_path):
+    _edit_config(run, options=["log_every"])
+    return _train(data, run, "--resume", "--max-steps", "6", *TINY)
+
+
+def case_resume_with_settings_of_the_wrong_type(data, run, tmp_path):
+    config = json.loads((run / "config.json").read_text(encoding="utf-8"))
+    _edit_config(run, training={**config["training"], "max_steps": "six"})
+    return _train(data, run, "--resume", *TINY)
+
+
+def case_a_renamed_checkpoint(data, run, tmp_path):
+    newest = sorted((run / "checkpoints").glob("step-*.pt"))[-1]
+    newest.rename(run / "checkpoints" / "step-0000009.pt")
+    case_a_renamed_checkpoint.still_works = False
+    return ["translate", str(run), "--checkpoint", "last", "one"]
+
+
+def case_a_full_disk(data, run, tmp_path, monkeypatch):
+    real = torch.save
+
+    def full(obj, f, *args, **kwargs):
+        if isinstance(obj, dict) and obj.get("format") == "vanilla-transformer-train-state":
+            raise RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos 64")
+        return real(obj, f, *args, **kwargs)
+
+    monkeypatch.setattr(torch, "save", full)
+    case_a_full_disk.message = "step-0000006.pt"
+    return _train(data, run, "--resume", "--max-steps", "6", *TINY)
+
+
+def case_a_checkpoint_that_does_not_read_back(data, run, tmp_path, monkeypatch):
+    real = torch.save
+
+    def garbled(obj, f, *args, **kwargs):
+        if isinstance(obj, dict) and obj.get("format") == "vanilla-transformer-train-state":
+            return f.write(b"not a checkpoint")
+        return real(obj, f, *args, **kwargs)
+
+    monkeypatch.setattr(torch, "save", garbled)
+    case_a_checkpoint_that_does_not_read_back.message = "step-0000006.pt"
+    return _train(data, run, "--resume", "--max-steps", "6", *TINY)
+
+
 CASES = [
     (case_train_into_a_run, 2, "is not empty"),
     (case_live_lock, 2, "is in use"),
@@ -191,6 +367,34 @@ CASES = [
     (case_missing_extra, 1, "pip install 'vanilla-transformer[translate]'"),
     (case_bad_beam, 2, "--beam must be positive"),
     (case_unknown_option, 2, "unrecognized arguments: --bogus"),
+    (case_overwrite_with_a_bad_last_line, 2, "bad.tsv line 41: expected exactly one tab"),
+    (case_overwrite_with_a_model_too_big, 2, "needs at least"),
+    (case_new_run_with_layers_that_cannot_fit, 2, "N=99999999999999999999"),
+    (case_a_positional_table_that_cannot_fit, 2, "max_len=99999999999999999999"),
+    (case_an_accumulation_that_overflows, 2, "accum_iter must be at most 2147483647"),
+    (case_a_negative_seed, 2, "seed must be an int >= 0, got -1"),
+    (case_a_negative_timeout, 2, "timeout must be a positive, finite number"),
+    (case_an_infinite_timeout, 2, "timeout must be a positive, finite number"),
+    (case_too_many_threads, 2, "--threads must be in [1, 1024]"),
+    (case_a_beam_too_wide, 2, "--beam must be positive and at most 1024"),
+    (case_output_over_the_model, 2, "is a file of a run folder"),
+    (case_output_over_a_checkpoint, 2, "is a file of a run folder"),
+    (case_output_over_its_input, 2, "is a file this command reads"),
+    (case_output_over_a_file_it_did_not_create, 2, "exists; give --overwrite"),
+    (case_eval_json_over_a_file, 2, "exists; give --overwrite"),
+    (case_eval_output_over_its_data, 2, "is a file this command reads"),
+    (case_numbers_over_a_corpus, 2, "already holds train.tsv"),
+    (case_numbers_into_a_run, 2, "is a run folder"),
+    (case_export_over_a_graph, 2, "already holds encoder.onnx"),
+    (case_model_without_its_tokenizer, 2, "does not hold the tokenizer it was trained with"),
+    (case_tokenizer_with_a_normalizer, 2, "has a normalizer that training never writes"),
+    (case_resume_without_a_data_fingerprint, 2, "holds no fingerprint of them; pass --new-data"),
+    (case_resume_with_a_data_fingerprint_of_another_shape, 2, "holds a str as its 'data'"),
+    (case_resume_with_options_of_another_shape, 2, "holds a list as its 'options'"),
+    (case_resume_with_settings_of_the_wrong_type, 2, "holds bad training settings"),
+    (case_a_renamed_checkpoint, 2, "not the step its name says"),
+    (case_a_full_disk, 1, "No space left on device"),
+    (case_a_checkpoint_that_does_not_read_back, 1, "does not read back"),
 ]
 
 
@@ -212,10 +416,14 @@ def test_fault(case, status, message, data, run, tmp_path, capsys, monkeypatch):
     assert message in lines[0], lines[0]
     assert getattr(case, "message", "") in lines[0]
     assert seconds < 30
-    if status == 2 or case is case_diverged:  # refused or failed: the run is as it was
-        changed = {k for k in before if _snapshot(run).get(k) != before[k]}
-        assert not changed or case is case_diverged and changed <= {"metrics.jsonl",
-                                                                    "config.json"}, changed
+    if status == 2 or case in (case_diverged, case_a_full_disk,
+                               case_a_checkpoint_that_does_not_read_back):
+        # refused or failed: the run is as it was, and no file was added to it
+        after = _snapshot(run)
+        changed = {k for k in before if after.get(k) != before[k]} | (set(after) - set(before))
+        assert not changed or status == 1 and changed <= {"metrics.jsonl", "config.json"}, changed
+    if (tmp_path / "new").exists():  # a refused new run leaves no folder behind
+        assert not any((tmp_path / "new").iterdir())
     if hasattr(case, "cleanup"):
         case.cleanup()
     monkeypatch.undo()
@@ -369,3 +577,63 @@ def test_a_second_signal_stops_at_once_and_corrupts_nothing(data, tmp_path):
     step = int(newest.stem.split("-")[1])
     assert main(_train(data, run, "--resume", "--max-steps", str(step + 1), *TINY)) == 0
     _still_works(run)
+
+
+# ---- rules of the engine that a table row cannot show ----
+
+@pytest.mark.parametrize("text", ["99999999999999999999", "0", "-1", "", "12x"])
+def test_a_lock_that_names_no_live_process_is_taken_over(data, run, text, capsys):
+    (run / ".lock").write_text(text)
+    assert main(_train(data, run, "--resume", "--max-steps", "5", *TINY)) == 0
+    assert "resuming from step 4 of 5" in capsys.readouterr().out
+    _still_works(run)
+
+
+def test_a_refused_run_leaves_its_folder_as_it_found_it(data, tmp_path, capsys):
+    out = tmp_path / "run"
+    out.mkdir()
+    # what a tokeniser killed with -9 leaves: a temporary folder, as big as the corpus
+    (out / f".ids.tmp-{_dead_pid()}").mkdir()
+    for argv in (["--seed", "-1"], ["--accum-iter", str(10**20)], ["--max-len", str(10**20)],
+                 ["-N", str(10**20)]):
+        assert main(_train(data, out, *TINY, *argv)) == 2
+        assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".ids.tmp")) == []
+    capsys.readouterr()
+    assert main(_train(data, out, "--max-steps", "2", *TINY)) == 0  # the corrected retry
+    assert not [p for p in out.iterdir() if ".tmp" in p.name]  # and the leftovers are gone
+    _still_works(out)
+
+
+def test_checkpoints_are_ordered_by_their_step(tmp_path):
+    from vanilla_transformer.training.checkpoints import checkpoint_paths
+
+    (tmp_path / "checkpoints").mkdir()
+    for step in (10_000_000, 9_999_999, 20, 3):
+        (tmp_path / "checkpoints" / f"step-{step:07d}.pt").write_bytes(b"")
+    (tmp_path / "checkpoints" / "best.pt").write_bytes(b"")
+    assert [p.name for p in checkpoint_paths(tmp_path)] == [
+        "step-0000003.pt", "step-0000020.pt", "step-9999999.pt", "step-10000000.pt"]
+
+
+def test_a_stop_while_tokenising_is_at_once_and_leaves_nothing(data, tmp_path):
+    big = tmp_path / "big.tsv"
+    line = (data / "train.tsv").read_text(encoding="utf-8")
+    with open(big, "w", encoding="utf-8") as f:
+        for _ in range(30_000):  # about 1.2 million pairs
+            f.write(line)
+    run = tmp_path / "run"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    child = subprocess.Popen([sys.executable, "-c", SCRIPT, *_train(data, run, *TINY,
+                                                                     train=big)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not list(run.glob(".ids.tmp-*")):
+        time.sleep(0.05)
+    assert list(run.glob(".ids.tmp-*")), child.communicate()
+    start = time.monotonic()
+    child.send_signal(signal.SIGINT)
+    said = child.stderr.readline()  # the command's one line, before the interpreter's teardown
+    assert time.monotonic() - start < 1.0, said
+    out, err = child.communicate(timeout=60)
+    assert child.returncode == 130 and said.strip().endswith("error: interrupted"), said + err
+    assert not run.exists() or not list(run.iterdir())

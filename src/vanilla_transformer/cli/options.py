@@ -1,5 +1,5 @@
 """Command-line options generated from the fields of the configuration dataclasses in
-[`vanilla_transformer.config`][vanilla_transformer.config], which import without PyTorch.
+`vanilla_transformer.config`, which import without PyTorch.
 
 Every subcommand that builds or describes a model (`params`, `copy-task`, `translate train`,
 the `torchrun` entry) adds its model options with
@@ -52,7 +52,7 @@ def fields_of(cls: type, exclude: Collection[str] = ()) -> tuple[ModelField, ...
 
 
 MODEL_FIELDS: tuple[ModelField, ...] = fields_of(ModelConfig)
-"""The fields of [`ModelConfig`][vanilla_transformer.config.model.ModelConfig], in order, with
+"""The fields of [`ModelConfig`][vanilla_transformer.model.config.ModelConfig], in order, with
 their defaults (`dataclasses.MISSING` for the vocabularies) and their `metadata["help"]`."""
 
 PRESET_NAMES = tuple(sorted(PRESETS))

@@ -1,10 +1,10 @@
 """Every setting of the package, in dataclasses that import without PyTorch.
 
-- [`ModelConfig`][vanilla_transformer.config.model.ModelConfig] and `PRESETS`: a model's
+- [`ModelConfig`][vanilla_transformer.model.config.ModelConfig] and `PRESETS`: a model's
   hyperparameters (`config.model`);
-- [`CopyTaskConfig`][vanilla_transformer.config.tasks.CopyTaskConfig],
-  [`TranslationConfig`][vanilla_transformer.config.tasks.TranslationConfig] and
-  [`RunOptions`][vanilla_transformer.config.tasks.RunOptions]: what a training run does and
+- [`CopyTaskConfig`][vanilla_transformer.training.copy_task.CopyTaskConfig],
+  [`TranslationConfig`][vanilla_transformer.training.translation.TranslationConfig] and
+  `RunOptions`: what a training run does and
   keeps (`config.tasks`).
 
 Each field's `metadata["help"]` is its help on the command line, which builds its options from

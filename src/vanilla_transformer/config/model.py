@@ -1,6 +1,6 @@
 r"""The hyperparameters of a model, checked once, in one place, without PyTorch.
 
-[`ModelConfig`][vanilla_transformer.config.model.ModelConfig] holds every argument of
+[`ModelConfig`][vanilla_transformer.model.config.ModelConfig] holds every argument of
 [`make_model`][vanilla_transformer.model.encoder_decoder.make_model]. The calculator, the command
 line and checkpoints all take or derive from it, so a model can be described, costed and rebuilt
 without building it. The paper's two sizes are presets (Table 3). Its checks are written here

@@ -62,7 +62,7 @@ class CopyTaskConfig:
     match (seeds 0 to 4, `benchmarks/results/copy_task.json`).
 
     The model's hyperparameters live in `model`, a
-    [`ModelConfig`][vanilla_transformer.config.model.ModelConfig] whose vocabularies are set to
+    [`ModelConfig`][vanilla_transformer.model.config.ModelConfig] whose vocabularies are set to
     `vocab`. To change some of them, give a changed model,
     `CopyTaskConfig(model=COPY_MODEL.replace(d_model=16))`, or name them in `replace`:
     `CopyTaskConfig().replace(d_model=16)` is the same configuration. They read through:

@@ -1,5 +1,5 @@
-"""The hyperparameters of a model: [`ModelConfig`][vanilla_transformer.config.model.ModelConfig],
-defined in the torch-free [`vanilla_transformer.config`][vanilla_transformer.config] and
+"""The hyperparameters of a model: [`ModelConfig`][vanilla_transformer.model.config.ModelConfig],
+defined in the torch-free `vanilla_transformer.config` and
 importable from here too."""
 
 from __future__ import annotations

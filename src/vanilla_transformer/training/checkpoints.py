@@ -16,12 +16,13 @@ Explained on the [Training the copy task][training-guide] page.
 from __future__ import annotations
 
 import collections
+import contextlib
 import errno
 import json
 import os
 import re
 import shutil
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -35,7 +36,7 @@ from ..model.encoder_decoder import EncoderDecoder, make_model_from_config
 __all__ = [
     "MODEL_FILE", "TOKENIZER_FILE", "CONFIG_FILE", "METRICS_FILE", "CHECKPOINTS", "LOCK_FILE",
     "BEST_FILE", "IDS_FOLDER", "TENSORBOARD_FOLDER", "TRAIN_STATE_FORMAT",
-    "save_atomically", "write_json", "checkpoint_paths", "step_of", "save_train_state",
+    "naming", "save_atomically", "write_json", "checkpoint_paths", "step_of", "save_train_state",
     "load_train_state", "average_checkpoints",
     "CHECKPOINT_FORMAT",
     "save_checkpoint",
@@ -67,6 +68,17 @@ TRAIN_STATE_FORMAT = "vanilla-transformer-train-state"
 """The `format` field of the training checkpoints in `RUN/checkpoints/`."""
 
 _STEP_NAME = re.compile(r"step-(\d{1,30})\.pt")
+
+
+@contextlib.contextmanager
+def naming(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Give an `OSError` raised inside the block that names no file the name `path`."""
+    try:
+        yield
+    except OSError as error:
+        if error.filename is None and error.errno is not None:
+            raise OSError(error.errno, error.strerror or str(error), os.fspath(path)) from error
+        raise
 
 
 def save_atomically(path: str | os.PathLike[str], write: Any) -> None:
@@ -335,13 +347,11 @@ def save_train_state(path: Path, **state: Any) -> None:
     save_atomically(path, lambda f: torch.save(
         {"format": TRAIN_STATE_FORMAT, "version": 2, **state}, f))
     try:
-        held = load_train_state(path)["step"]
+        load_train_state(path)  # its step is checked against its name
     except ValueError as error:
-        raise OSError(errno.EIO, f"the checkpoint just written does not read back ({error})",
-                      str(path)) from None
-    if held != state.get("step"):
-        raise OSError(errno.EIO, f"the checkpoint just written holds step {held}, not "
-                      f"{state.get('step')}", str(path))
+        path.unlink(missing_ok=True)  # the previous checkpoints stay the newest
+        raise OSError(errno.EIO, f"the checkpoint just written does not read back, and was "
+                      f"removed ({' '.join(str(error).split())[:200]})", str(path)) from None
 
 
 def load_train_state(path: str | os.PathLike[str]) -> dict[str, Any]:

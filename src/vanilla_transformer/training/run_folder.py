@@ -42,6 +42,7 @@ from .checkpoints import (
     TENSORBOARD_FOLDER,
     TOKENIZER_FILE,
     checkpoint_paths,
+    naming,
     write_json,
 )
 
@@ -295,7 +296,7 @@ def metrics_writer(path: Path, keep_up_to: int | None) -> Callable[[dict[str, An
         atomic_write(path, lambda f: f.write(text))
 
     def write(entry: dict[str, Any]) -> None:
-        with open(path, "a", encoding="utf-8") as f:
+        with naming(path), open(path, "a", encoding="utf-8") as f:
             f.write(json.dumps(entry) + "\n")
 
     return write

@@ -66,6 +66,7 @@ from .checkpoints import (
     load_checkpoint,
     load_model_state,
     load_train_state,
+    naming,
     save_checkpoint,
     step_of,
     write_json,
@@ -398,7 +399,8 @@ def _accept(call: _Call, ranks: Ranks, prepared: Prepared, accepted: list[bool])
             if (folder / STAGED_IDS).is_dir():
                 os.replace(folder / STAGED_IDS, folder / IDS_FOLDER)
         (folder / CHECKPOINTS).mkdir(exist_ok=True)
-        prepared.tokenizer.save(folder / TOKENIZER_FILE)
+        with naming(folder / TOKENIZER_FILE):
+            prepared.tokenizer.save(folder / TOKENIZER_FILE)
     accepted[0] = True
     data = {k: call.fingerprint[k] for k in ("path", "size", "sha256") if k in call.fingerprint}
     write_json(folder / CONFIG_FILE, prepared.run_config(data))
@@ -412,13 +414,13 @@ def _train(call: _Call, ranks: Ranks, prepared: Prepared,
     """The recipe: batches, model, optimizer, loss and callbacks, then `fit`."""
     config, model_config = prepared.config, prepared.model_config
     _check_options(prepared.options, config.eval_size)
+    check_fits_memory(model_config, call.device)
     ids = call.folder / (STAGED_IDS if call.overwrite and not call.resume else IDS_FOLDER)
     batches = training_batches(call.train, prepared.tokenizer, ids, model_config.max_len,
                                config, call.log)
     valid = [pair for pair, ids_pair in zip(call.valid, encode_pairs(
         prepared.tokenizer, call.valid), strict=True)
         if len(ids_pair[0]) + 1 + 50 < model_config.max_len][: config.eval_size]
-    check_fits_memory(model_config, call.device)
     if ranks.rank == 0:
         _accept(call, ranks, prepared, accepted if accepted is not None else [False])
     torch.manual_seed(config.seed)  # the same initial weights on every process

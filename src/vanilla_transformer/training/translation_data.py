@@ -17,9 +17,14 @@ from ..data.batching import Batch
 from ..data.corpus import StreamingTokenBatches, tokenize_corpus
 from ..data.token_batches import epoch_order, make_token_batches
 from ..data.tokenizer import BOS, EOS, PAD, SharedTokenizer
+from .checkpoints import naming
 from .ranks import Ranks
 
 __all__ = ["Batches", "training_batches", "pairs_fingerprint", "encode_pairs", "BatchStream"]
+
+TOKENISE_CHUNK = 4096
+"""Lines tokenised per call to the tokenizer library, which Python cannot interrupt: a stop
+while tokenising waits for one chunk at most (a few hundredths of a second in our runs)."""
 
 Batches = tuple[int, Callable[[int, int], Batch], int]
 """`(batches per epoch, the batch at (epoch, position), pairs left out)`."""
@@ -62,7 +67,8 @@ def training_batches(train: Sequence[tuple[str, str]] | Path, tokenizer: SharedT
         ValueError: for a bad line anywhere in the file, or when no pair fits.
     """
     if isinstance(train, Path):
-        corpus = tokenize_corpus(train, tokenizer, ids_folder)
+        with naming(ids_folder):
+            corpus = tokenize_corpus(train, tokenizer, ids_folder, chunk_size=TOKENISE_CHUNK)
         total = len(corpus)
         fits = (corpus.src_lengths() + 1 <= max_len) & (corpus.tgt_lengths() + 1 <= max_len)
         keep = fits.nonzero().flatten()
