@@ -64,6 +64,22 @@
       4n * f * c.d + c.vs * c.d + 2n * (1n - t) * c.vt * c.d + b * c.vt;
   }
 
+  // The same total by component, as parameter_count_for (parameters.py) splits it: attention
+  // (3N modules), feed-forward (2N), the layer norms (5N, and one after each stack when f = 1),
+  // the embeddings (a tied matrix is counted here once) and the output projection.
+  function breakdown(c) {
+    var f = c.paper ? 0n : 1n;
+    var t = c.tie ? 1n : 0n;
+    var b = c.bias ? 1n : 0n;
+    return [
+      ["embeddings", c.vs * c.d + (1n - t) * c.vt * c.d],
+      ["attention", 3n * c.N * (4n * c.d * c.d + 4n * c.d)],
+      ["feed-forward", 2n * c.N * (2n * c.d * c.dff + c.dff + c.d)],
+      ["norms", (5n * c.N + 2n * f) * 2n * c.d],
+      ["output", (1n - t) * c.vt * c.d + b * c.vt],
+    ];
+  }
+
   // flops.py, with S = T = len: F = 4NBd[(3d + d_ff)(S + T) + S^2 + ST + T^2] + 2BTd V_tgt;
   // a training step is about 3F, shared by B * T target tokens.
   function flopsPerToken(c) {
@@ -111,23 +127,79 @@
     out.textContent = text;
   }
 
-  function update() {
+  function showBreakdown(rows, total) {
+    var table = document.getElementById("calc-breakdown");
+    table.dataset.value = total === null ? "" : total.toString();
+    table.querySelectorAll("tr[data-component]").forEach(function (tr) {
+      var row = rows && rows.find(function (r) { return r[0] === tr.dataset.component; });
+      tr.dataset.value = row ? row[1].toString() : "";
+      tr.querySelector(".calc-count").textContent = row ? grouped(row[1]) : "\u2013";
+      // a share in tenths of a percent, from integers: no rounding of the counts themselves
+      tr.querySelector(".calc-share").textContent = !row ? "\u2013" : total === 0n ? "0 %" :
+        (Number((row[1] * 1000n) / total) / 10).toFixed(1) + " %";
+    });
+  }
+
+  // A size so large that a result has no float value (over about 1.8e308) cannot be shown.
+  function checkShowable(values) {
+    values.forEach(function (pair) {
+      if (!isFinite(Number(pair[1]))) {
+        throw new Error("these sizes give more " + pair[0] + " than the calculator can show " +
+                        "(over 1.8e308): use smaller sizes");
+      }
+    });
+  }
+
+  // The preset that the form's values match, or "custom".
+  function matchPreset() {
+    var select = document.getElementById("calc-preset");
+    var match = "custom";
+    Array.prototype.forEach.call(select.options, function (option) {
+      if (!option.dataset.config || match !== "custom") return;
+      var config = JSON.parse(option.dataset.config);
+      var same = Object.keys(config).every(function (key) {
+        var el = document.getElementById("calc-" + key);
+        return el.type === "checkbox" ? el.checked === config[key] :
+          el.value.trim() === String(config[key]);
+      });
+      if (same) match = option.value;
+    });
+    select.value = match;
+  }
+
+  function applyPreset() {
+    var option = document.getElementById("calc-preset").selectedOptions[0];
+    if (!option || !option.dataset.config) return;
+    var config = JSON.parse(option.dataset.config);
+    Object.keys(config).forEach(function (key) {
+      var el = document.getElementById("calc-" + key);
+      if (el.type === "checkbox") el.checked = config[key];
+      else el.value = String(config[key]);
+    });
+  }
+
+  function update(event) {
     var error = document.getElementById("calc-error");
-    var c;
+    if (event && event.target && event.target.id === "calc-preset") applyPreset();
+    else matchPreset();
+    var c, params, flops, memory;
     try {
       c = readConfig();
+      params = parameters(c);
+      flops = flopsPerToken(c);
+      memory = trainingMemory(c, params);
+      checkShowable([["parameters", params], ["FLOPs", flops], ["bytes", memory]]);
     } catch (e) {
       error.textContent = e.message;
       error.hidden = false;
       ["calc-params", "calc-flops", "calc-memory"].forEach(function (id) {
         show(id, null, "\u2013");
       });
+      showBreakdown(null, null);
       return;
     }
     error.hidden = true;
-    var params = parameters(c);
-    var flops = flopsPerToken(c);
-    var memory = trainingMemory(c, params);
+    showBreakdown(breakdown(c), params);
     show("calc-params", params, grouped(params) + " (" +
          human(params, ["", "thousand", "million", "billion"], 1000) + ")");
     show("calc-flops", flops, grouped(flops) + " (" +
@@ -144,6 +216,7 @@
       el.addEventListener("change", update);
     });
     document.getElementById("calc-status").hidden = true;
+    matchPreset();
     update();
   }
 

@@ -13,8 +13,13 @@ import random
 
 import pytest
 
+import json
+from pathlib import Path
+
 from vanilla_transformer.analysis import forward_flops, memory_estimate, parameter_count
-from vanilla_transformer.model.config import PAPER_OPTIONS
+from vanilla_transformer.model.config import PAPER_OPTIONS, PRESETS
+
+ROOT = Path(__file__).resolve().parents[2]
 
 PAGE = "/guides/parameter-calculator/"
 
@@ -79,7 +84,9 @@ def test_random_configurations_match_the_python_calculator(page, c):
     fill(page, c)
     sizes = (c["src_vocab"], c["tgt_vocab"], c["N"], c["d_model"], c["d_ff"], c["h"])
     opts = options(c["arrangement"], c["tie"], c["bias"])
-    assert int(shown(page, "params")) == parameter_count(*sizes, **opts).total
+    count = parameter_count(*sizes, **opts)
+    assert int(shown(page, "params")) == count.total
+    assert breakdown_shown(page) == breakdown_expected(count)
     flops = forward_flops(*sizes, batch=c["batch"], src_len=c["length"],
                           tgt_len=c["length"], **opts)
     assert int(shown(page, "flops")) == flops.training_total // (c["batch"] * c["length"])
@@ -87,6 +94,74 @@ def test_random_configurations_match_the_python_calculator(page, c):
     memory = memory_estimate(*sizes, batch=c["batch"], src_len=c["length"],
                              tgt_len=c["length"], dtype=dtype, mask_bytes=1, **opts)
     assert int(shown(page, "memory")) == memory.training_total
+
+
+def breakdown_shown(tab) -> dict[str, int]:
+    rows = tab.eval_on_selector_all(
+        "#calc-breakdown tr[data-component]", "rows => rows.map(r => [r.dataset.component, r.dataset.value])")
+    return {name: int(value) for name, value in rows}
+
+
+def breakdown_expected(count) -> dict[str, int]:
+    """The calculator's five rows from `parameter_count`'s six components."""
+    return {
+        "embeddings": count.src_embedding.subtotal + count.tgt_embedding.subtotal,
+        "attention": count.attention.subtotal,
+        "feed-forward": count.feed_forward.subtotal,
+        "norms": count.layer_norm.subtotal,
+        "output": count.generator.subtotal,
+    }
+
+
+def preset_expectations() -> dict[str, tuple[tuple[int, ...], dict]]:
+    """Each preset's sizes and options, from the package's PRESETS and the shipped translator."""
+    manifest = json.loads((ROOT / "docs/assets/translator/manifest.json").read_text())
+    m = manifest["model"]
+    sizes = ("N", "d_model", "d_ff", "h")
+    return {
+        "paper-base": ((37000, 37000, *(PRESETS["paper-base"][k] for k in sizes)), PAPER_OPTIONS),
+        "paper-big": ((37000, 37000, *(PRESETS["paper-big"][k] for k in sizes)), PAPER_OPTIONS),
+        # make_model's defaults are the Annotated Transformer's: N=6, d_model=512, d_ff=2048, h=8
+        "annotated": ((37000, 37000, 6, 512, 2048, 8), {}),
+        "translator": ((m["src_vocab"], m["tgt_vocab"], *(m[k] for k in sizes)),
+                       {k: m[k] for k in ("norm_first", "tie_weights", "generator_bias",
+                                          "layer_norm", "final_norm")}),
+    }
+
+
+@pytest.mark.parametrize("preset", ["paper-base", "paper-big", "annotated", "translator"])
+def test_each_preset_is_its_model_and_the_breakdown_sums_to_the_total(page, preset):
+    page.select_option("#calc-preset", "custom")
+    page.fill("#calc-N", "1")
+    page.select_option("#calc-preset", preset)
+    sizes, opts = preset_expectations()[preset]
+    count = parameter_count(*sizes, **opts)
+    assert int(shown(page, "params")) == count.total
+    assert int(page.get_attribute("#calc-breakdown", "data-value")) == count.total
+    rows = breakdown_shown(page)
+    assert rows == breakdown_expected(count) and sum(rows.values()) == count.total
+    assert page.eval_on_selector_all(
+        "#calc-breakdown tr[data-component] a", "links => links.every(a => a.href.includes('/learn/'))")
+    page.fill("#calc-N", str(sizes[2] + 1))  # an edited size is no longer the preset
+    assert page.input_value("#calc-preset") == "custom"
+    page.fill("#calc-N", str(sizes[2]))
+    assert page.input_value("#calc-preset") == preset
+
+
+def test_sizes_whose_results_overflow_are_refused(page):
+    page.select_option("#calc-preset", "paper-base")
+    page.fill("#calc-N", "9" * 5000)
+    assert "than the calculator can show" in page.inner_text("#calc-error")
+    assert shown(page, "params") == "" and "Infinity" not in page.inner_text("#calculator")
+    assert breakdown_shown_or_empty(page) == {}
+    page.fill("#calc-N", "6")
+    assert page.is_hidden("#calc-error") and page.input_value("#calc-preset") == "paper-base"
+
+
+def breakdown_shown_or_empty(tab) -> dict[str, str]:
+    rows = tab.eval_on_selector_all(
+        "#calc-breakdown tr[data-component]", "rows => rows.map(r => [r.dataset.component, r.dataset.value])")
+    return {name: value for name, value in rows if value}
 
 
 @pytest.mark.parametrize("field, value, message", [
