@@ -37,7 +37,7 @@ def draw() -> plt.Figure:
     v = worked_example()
     panels = [("x", "x", "#3060a8"), ("sublayer", "Sublayer(x)", "#555555"),
               ("sum", "x + Sublayer(x)", "#3060a8"), ("out", "LayerNorm(sum)", "#c8553d")]
-    fig, axes = plt.subplots(2, 2, figsize=(4.6, 4.0), layout="constrained", sharey=True)
+    fig, axes = plt.subplots(2, 2, figsize=(4.6, 3.4), layout="constrained", sharey=True)
     for ax, (key, title, colour) in zip(axes.flat, panels, strict=True):
         values = v[key]
         ax.bar(range(4), values, color=colour, width=0.65)

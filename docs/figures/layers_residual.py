@@ -34,7 +34,7 @@ def stream_scale(preset: str) -> list[float]:
 
 
 def draw() -> plt.Figure:
-    fig, ax = plt.subplots(figsize=(4.6, 3.3), layout="constrained")
+    fig, ax = plt.subplots(figsize=(4.6, 2.9), layout="constrained")
     for preset, label, style, colour in (("base", "pre-norm", "o-", "#c8553d"),
                                          ("paper-base", "post-norm (the paper)", "s--",
                                           "#3060a8")):

@@ -21,7 +21,7 @@ COMMON = runpy.run_path(str(Path(__file__).with_name("_lesson_common.py")))
 
 def draw() -> plt.Figure:
     name, batch = COMMON["translator_batch"]()
-    fig, axes = plt.subplots(2, 1, figsize=(4.6, 3.4), layout="constrained")
+    fig, axes = plt.subplots(2, 1, figsize=(4.6, 2.9), layout="constrained")
     for i, ax in enumerate(axes):
         tokens = [name(t) for t in batch.src[i].tolist()]
         COMMON["draw_mask"](ax, batch.src_mask[i], tokens, ["any query"],

@@ -51,7 +51,7 @@ def draw() -> plt.Figure:
     tokens, scores, keep = query_scores()
     w = weights()
     colours = ["#3060a8" if k else "#9a9a9a" for k in keep.tolist()]
-    fig, axes = plt.subplots(3, 1, figsize=(4.6, 6.4), layout="constrained", sharex=True)
+    fig, axes = plt.subplots(3, 1, figsize=(4.6, 5.3), layout="constrained", sharex=True)
     rows = [(scores, "scores q·k/√d_k (grey: padding)", "{:.1f}"),
             (w["free"], "softmax with no mask", "{:.2f}"),
             (w["masked"], "softmax, padding scores set to −10⁹", "{:.2f}")]

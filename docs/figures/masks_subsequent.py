@@ -26,7 +26,7 @@ def draw() -> plt.Figure:
     tokens = [name(t) for t in batch.tgt[0].tolist()]
     predicts = [name(t) for t in batch.tgt_y[0].tolist()]
     n = len(tokens)
-    fig, ax = plt.subplots(figsize=(4.4, 3.6), layout="constrained")
+    fig, ax = plt.subplots(figsize=(4.4, 3.3), layout="constrained")
     COMMON["draw_mask"](ax, subsequent_mask(n)[0], tokens, tokens, f"subsequent_mask({n})[0]")
     ax.set_xlabel("key (decoder input)", fontsize=FONT)
     ax.set_ylabel("query", fontsize=FONT)
