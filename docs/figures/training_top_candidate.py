@@ -85,12 +85,13 @@ def draw() -> plt.Figure:
         axes[1].hist(values, bins=bins, color=colour, alpha=0.85,
                      label=label.replace("copy, eps", "trained with ε ="))
     axes[1].set_title("the copy task, held-out sequences", fontsize=11, loc="left")
-    axes[1].legend(fontsize=11, frameon=False, loc="upper left", bbox_to_anchor=(0, 0.95))
+    axes[1].legend(fontsize=11, frameon=False, loc="center left")
     axes[1].set_xlabel("probability of the top candidate", fontsize=11)
     for ax in axes:
         ax.axvline(0.9, color=LINE, lw=1, ls="--")
-        ax.text(0.898, ax.get_ylim()[1] * 0.6, "1 − ε", ha="right", fontsize=11,
-                color=LINE)
+        ax.text(0.897, 0.97, "1 − ε", ha="right", va="top", fontsize=11, color=LINE,
+                transform=ax.get_xaxis_transform())
+        ax.set_xticks([0.8, 0.85, 0.9, 0.95, 1.0])
         ax.set_ylabel("count", fontsize=11)
         ax.set_xlim(0.8, 1.0)
         ax.tick_params(labelsize=11)
