@@ -24,13 +24,13 @@ def draw() -> Figure:
     tokens, d_k = ex["tokens"], ex["K"].size(-1)
     scores = (ex["K"] @ ex["Q"][ex["query"]]).tolist()
     scaled = [s / math.sqrt(d_k) for s in scores]
-    fig, ax = plt.subplots(figsize=(4.6, 2.3))
+    fig, ax = plt.subplots(figsize=(4.6, 2.0))
     xs = range(len(tokens))
     width = 0.38
     ax.bar([x - width / 2 for x in xs], scores, width, color="#a9cbee", edgecolor="#5b8fd1",
-           label="score $q \\cdot k$")
+           label="score q·k")
     ax.bar([x + width / 2 for x in xs], scaled, width, color="#2f6db5",
-           label=f"score ÷ $\\sqrt{{d_k}}$ = score ÷ {math.sqrt(d_k):g}")
+           label=f"score ÷ √d_k = score ÷ {math.sqrt(d_k):g}")
     for x, a, b in zip(xs, scores, scaled, strict=True):
         ax.text(x - width / 2, a + 0.08, EXAMPLE["number"](a), ha="center", va="bottom",
                 fontsize=FONT)

@@ -26,8 +26,8 @@ def draw() -> Figure:
     scaled = (ex["K"] @ ex["Q"][ex["query"]] / math.sqrt(d_k)).tolist()
     exps = [math.exp(s) for s in scaled]
     weights = [e / sum(exps) for e in exps]
-    fig, axes = plt.subplots(1, 2, figsize=(4.7, 2.4))
-    panels = ((axes[0], exps, r"$e^{\,\mathrm{score} / \sqrt{d_k}}$", ".2f", "#f0a050"),
+    fig, axes = plt.subplots(1, 2, figsize=(4.7, 2.15))
+    panels = ((axes[0], exps, "exp(score ÷ √d_k)", ".2f", "#f0a050"),
               (axes[1], weights, f"÷ their sum {sum(exps):.2f}", ".3f", "#d0701a"))
     for ax, values, title, fmt, colour in panels:
         ax.bar(range(len(tokens)), values, 0.7, color=colour)

@@ -33,16 +33,16 @@ def dots() -> dict[int, torch.Tensor]:
 
 def draw() -> Figure:
     samples = dots()
-    fig, axes = plt.subplots(2, 1, figsize=(4.7, 3.5))
+    fig, axes = plt.subplots(2, 1, figsize=(4.7, 3.1))
     edges = torch.linspace(-70, 70, 141).tolist()
     for d_k, colour in zip(D_KS, COLOURS, strict=True):
         d = samples[d_k]
         axes[0].hist(d.tolist(), bins=edges, histtype="step", color=colour, linewidth=1.6,
-                     density=True, label=f"$d_k$ = {d_k}: std {d.std():.1f}")
+                     density=True, label=f"d_k = {d_k}: std {d.std():.1f}")
         axes[1].hist((d / math.sqrt(d_k)).tolist(), bins=torch.linspace(-5, 5, 41).tolist(),
                      histtype="step", color=colour, linewidth=1.6, density=True)
-    axes[0].set_title("$q \\cdot k$", fontsize=FONT)
-    axes[1].set_title("$q \\cdot k \\,/\\, \\sqrt{d_k}$: std 1 for every $d_k$", fontsize=FONT)
+    axes[0].set_title("q·k", fontsize=FONT)
+    axes[1].set_title("q·k ÷ √d_k: std 1 for every d_k", fontsize=FONT)
     axes[0].legend(fontsize=FONT, frameon=False, loc="upper right", handlelength=1.2)
     for ax in axes:
         ax.set_yticks([])

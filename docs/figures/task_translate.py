@@ -61,7 +61,7 @@ def draw() -> Figure:
                                 facecolor="#dcd3f5", edgecolor=DECODE["EDGE"]))
     ax.text(width / 2, 2.15, "the trained translator", ha="center", va="center",
             fontsize=FONT + 1, fontweight="bold")
-    ax.text(width / 2, 1.76, f"encoder and decoder, {c.N} layers each,\n$d_{{model}}$ = {c.d_model}, "
+    ax.text(width / 2, 1.76, f"encoder and decoder, {c.N} layers each,\nd_model = {c.d_model}, "
             f"{c.h} heads", ha="center", va="center", fontsize=FONT, linespacing=1.2)
     arrow(1.48, 1.28)
     row([w for w, _ in written], 1.1, DECODE["WRITTEN"])

@@ -27,6 +27,7 @@ def worked_example() -> dict[str, float | str]:
         values[f"w_{token}"] = w
         values[f"e_{token}"] = math.exp(s)
     values["e_sum"] = float(scaled.exp().sum())
+    values["w_forty_unscaled"] = float((K @ Q[one]).softmax(dim=-1)[tokens.index("forty")])
     values["out_one"] = "(" + ", ".join(f"{v:.3f}" for v in output[one].tolist()) + ")"
     return values
 
