@@ -18,8 +18,8 @@
 # > **Who this page is for.** A reader who knows what the Transformer computes and wants to
 # > read its code, class by class. If you read the Learn path, you know the ideas from
 # > [attention](../../learn/attention/), [several heads](../../learn/heads/),
-# > [positions](../../learn/positions/) and the layers and masks lessons listed on
-# > [the Learn page](../../learn/): skip to [`clones`](#clones-n-independent-copies) and read
+# > [positions](../../learn/positions/), [masks](../../learn/masks/) and
+# > [layers](../../learn/layers/): skip to [`clones`](#clones-n-independent-copies) and read
 # > the code.
 #
 # This page gives you a reading knowledge of the Transformer's code: every class, in the order the

@@ -17,7 +17,7 @@
 #
 # > **Who this page is for.** A reader who builds models from PyTorch's own Transformer
 # > modules, or moves weights between them and this package. If you read the Learn path, the
-# > package's masks are taught in the masks lesson (listed on [the Learn page](../../learn/))
+# > package's masks are taught in [the masks lesson](../../learn/masks/)
 # > and heads in [several heads](../../learn/heads/): start at
 # > [What `True` means, API by API](#mask-conventions), where PyTorch's conventions differ
 # > from the package's.

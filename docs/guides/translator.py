@@ -33,7 +33,7 @@
 # trains for a third of the default number of steps (the exact numbers are printed below), so
 # it still gets some numbers wrong. The command line trains the full configuration; in
 # `benchmarks/results/translate_numbers.json`, {{ n.translator.runs }} such runs on one CPU thread trained in
-# {{ n.translator.train_s_low }} to {{ n.translator.train_s_high }} s and got {{ n.translator.exact_low:.1f }} to {{ n.translator.exact_high:.1f }} % of
+# {{ n.translator.train_s_low }} to {{ n.translator.train_s_high }} s and got {{ n.translator.exact_low:g }} to {{ n.translator.exact_high:g }} % of
 # {{ n.translator.test_size }} unseen numbers exactly right (checked
 # [below](#beam-search-against-greedy-decoding)):
 #
