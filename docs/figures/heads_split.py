@@ -49,7 +49,7 @@ def draw() -> Figure:
     d_k = ranges[0][1] - ranges[0][0] + 1
     width, gap = 8.0, 0.16
     bw = (width - gap * (h - 1)) / h
-    fig, ax = plt.subplots(figsize=(4.9, 4.6))
+    fig, ax = plt.subplots(figsize=(4.9, 4.0))
     ax.set_xlim(-0.1, width + 0.1)
     ax.set_ylim(-0.75, 7.6)
     ax.axis("off")
@@ -80,7 +80,7 @@ def draw() -> Figure:
     # bottom: the heads side by side again, then W^O
     _bar(ax, ranges, d_model, 1.0, width)
     ax.text(0, 0.55, f"Concat(head 1, ..., head {h}): (n, {d_model})", fontsize=FONT, va="top")
-    ax.text(0, -0.15, f"then $\\cdot W^O$: (n, {d_model}), the layer's output", fontsize=FONT,
+    ax.text(0, -0.15, f"then times $W^O$: (n, {d_model}), the layer's output", fontsize=FONT,
             va="top")
     fig.tight_layout()
     return fig

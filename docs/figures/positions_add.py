@@ -47,7 +47,8 @@ def parts(sentence: str = SENTENCE) -> tuple[list[str], torch.Tensor, torch.Tens
 def draw() -> Figure:
     tokens, scaled, pe, total = parts()
     d_model = scaled.size(1)
-    fig, axes = plt.subplots(3, 1, figsize=(4.9, 5.3), sharex=True)
+    fig, axes = plt.subplots(3, 1, figsize=(4.6, 4.6), sharex=True,
+                             layout="constrained")
     panels = [
         (scaled, tokens, "token embedding × √d_model"),
         (pe, [f"pos {p}" for p in range(len(tokens))], "+ positional encoding"),

@@ -30,7 +30,7 @@ def wavelength(feature: int, d_model: int = D_MODEL) -> float:
 
 def draw() -> Figure:
     pe = sinusoid_table(MAX_LEN, D_MODEL)
-    fig, axes = plt.subplots(len(FEATURES), 1, figsize=(4.8, 4.0), sharex=True)
+    fig, axes = plt.subplots(len(FEATURES), 1, figsize=(4.8, 3.4), sharex=True)
     for ax, f, colour in zip(axes, FEATURES, [f"C{i}" for i in range(len(FEATURES))], strict=True):
         ax.plot(pe[:, f], lw=1.8, color=colour, marker="o", markersize=2.5)
         ax.set_ylim(-1.25, 1.25)

@@ -22,7 +22,7 @@ POSITIONS, D_MODEL = 10, 8
 
 def draw() -> Figure:
     pe = sinusoid_table(POSITIONS, D_MODEL)
-    fig, ax = plt.subplots(figsize=(4.7, 4.6))
+    fig, ax = plt.subplots(figsize=(4.7, 3.9))
     ax.imshow(pe, cmap="RdBu_r", vmin=-1.6, vmax=1.6, aspect="auto")
     for pos in range(POSITIONS):
         for f in range(D_MODEL):
