@@ -296,8 +296,10 @@ assert torch.allclose(lin(x), x @ lin.weight.T + lin.bias)
 # Here is the package's `forward`: the heads are split by `split_heads` and joined again by the
 # `transpose(...).reshape(...)` line near the end.
 # Between the two, either the explicit `attention` function above runs (when the weights are
-# kept for inspection) or PyTorch's fused `scaled_dot_product_attention`, which computes the same
-# thing faster. The `cache` lines serve incremental decoding and can be skipped here.
+# kept for inspection) or `fast_attention`, which computes the same function with PyTorch's fused
+# `scaled_dot_product_attention` (on a CPU, in training with dropout on the weights, PyTorch has
+# no fused kernel, and `fast_attention` computes the weights itself in fewer passes; the
+# [Performance](../../guides/performance/#what-makes-it-fast) page measures both). The `cache` lines serve incremental decoding and can be skipped here.
 
 # %%
 show_source(MultiHeadedAttention.split_heads)
