@@ -15,6 +15,11 @@
   function readInt(id, min) {
     var el = document.getElementById(id);
     var text = el.value.trim();
+    if (text === "") {
+      // a number input holds "" when what was typed is no number it can read (or too large)
+      throw new Error(el.labels[0].textContent + " must be a whole number; the field is empty " +
+                      "or holds a number too large to read");
+    }
     if (!/^\d+$/.test(text)) {
       throw new Error(el.labels[0].textContent + " must be a whole number, got \u201c" +
                       text + "\u201d");

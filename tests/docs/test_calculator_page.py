@@ -148,14 +148,20 @@ def test_each_preset_is_its_model_and_the_breakdown_sums_to_the_total(page, pres
     assert page.input_value("#calc-preset") == preset
 
 
-def test_sizes_whose_results_overflow_are_refused(page):
+@pytest.mark.parametrize("field, digits, message", [
+    ("N", 200, "than the calculator can show"),  # 1e200 layers of 1e200 wide feed-forwards
+    ("batch", 200, "than the calculator can show"),
+    ("N", 5000, "too large to read"),  # the browser reads no number from the field
+])
+def test_sizes_whose_results_overflow_are_refused(page, field, digits, message):
     page.select_option("#calc-preset", "paper-base")
-    page.fill("#calc-N", "9" * 5000)
-    assert "than the calculator can show" in page.inner_text("#calc-error")
+    page.fill("#calc-d-ff", "9" * 200)
+    page.fill(f"#calc-{field}", "9" * digits)
+    assert message in page.inner_text("#calc-error")
     assert shown(page, "params") == "" and "Infinity" not in page.inner_text("#calculator")
     assert breakdown_shown_or_empty(page) == {}
-    page.fill("#calc-N", "6")
-    assert page.is_hidden("#calc-error") and page.input_value("#calc-preset") == "paper-base"
+    page.select_option("#calc-preset", "paper-base")
+    assert page.is_hidden("#calc-error") and shown(page, "params") != ""
 
 
 def breakdown_shown_or_empty(tab) -> dict[str, str]:
