@@ -59,7 +59,7 @@ def draw() -> plt.Figure:
     enc = [(n, "src_mask" if n == "self-attention" else "") for n in parts["encoder"]]
     dec = [(n, {"self-attention": "tgt_mask", "cross-attention": "src_mask"}.get(n, ""))
            for n in parts["decoder"]]
-    fig, ax = plt.subplots(figsize=(4.8, 4.6), layout="constrained")
+    fig, ax = plt.subplots(figsize=(4.8, 4.1), layout="constrained")
     enc_top = column(ax, 0.0, enc, "encoder layer")
     column(ax, 3.3, dec, "decoder layer")
     cross_y = 0.9 + 1.7

@@ -58,7 +58,7 @@ def _heatmap(ax: plt.Axes, weights: torch.Tensor, keys: list[str], queries: list
 
 def draw() -> plt.Figure:
     w, free = translator_weights(), translator_weights(unmasked=True)
-    fig = plt.figure(figsize=(4.6, 6.7), layout="constrained")
+    fig = plt.figure(figsize=(4.6, 6.2), layout="constrained")
     top, bottom = fig.subfigures(2, 1, height_ratios=[5.2, 4])
     ax = top.subplots()
     _heatmap(ax, w["enc"][0][1, 2], w["src"][1], w["src"][1],
