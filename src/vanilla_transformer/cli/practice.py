@@ -76,16 +76,13 @@ def run_start(args: argparse.Namespace) -> int:
     Returns:
         0.
     """
-    from pathlib import Path
-
     from ..practice import STARTERS, write_starters
 
     written = write_starters(args.dir, overwrite=args.force)
     kept = len(STARTERS) - len(written)
-    print(f"wrote {len(written)} files to {args.dir}"
-          + (f" (kept {kept} that exist; --force overwrites them)" if kept else ""))
-    first = Path(args.dir) / "subsequent_mask.py"
-    print(f"start with {first}, then: vanilla-transformer practice check subsequent_mask {first}")
+    print(f"wrote {len(written)} files to {args.dir} (start with its README.md)"
+          + (f"; kept {kept} files that exist (--force overwrites them)" if kept else ""))
+    print("check a step with: vanilla-transformer practice check STEP FILE.py")
     return 0
 
 

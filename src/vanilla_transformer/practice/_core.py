@@ -299,7 +299,8 @@ def run_step(step: Step, implementation: Any, seed: int = 0) -> CheckResult:
     """
     problem = step.prepare(implementation)
     if problem is not None:
-        return CheckResult(step.name, False, f"{step.name}: not checked. {problem}.")
+        message = textwrap.fill(f"{step.name}: not checked. {problem}.", WIDTH)
+        return CheckResult(step.name, False, message)
     with torch.random.fork_rng(devices=[]), torch.no_grad():
         torch.manual_seed(seed)
         cases = sorted(step.cases(seed), key=lambda c: c.size)
@@ -310,8 +311,9 @@ def run_step(step: Step, implementation: Any, seed: int = 0) -> CheckResult:
             try:
                 got = step.run(implementation, case)
             except NotImplementedError:
-                message = (f"{step.name}: not written yet: {step.obj} still raises "
-                           "NotImplementedError. Replace that line with your code.")
+                message = textwrap.fill(f"{step.name}: not written yet: {step.obj} (or something "
+                                        "it calls) still raises NotImplementedError. Replace that "
+                                        "line with your code.", WIDTH)
                 return CheckResult(step.name, False, message, len(cases), len(cases))
             except Exception as error:  # noqa: BLE001 - the learner's code may raise anything
                 failures.append(_Failure(case, expected, error=error))

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ import torch
 from torch import nn
 
 from ..model.masks import subsequent_mask
-from ._core import CheckResult, _error_text, _first_difference, _paragraph
+from ._core import WIDTH, CheckResult, _error_text, _first_difference, _paragraph
 from .layers import model_taps
 
 __all__ = ["BUILD_OPTIONS", "find_translator", "check_translator", "held_out_numbers"]
@@ -119,7 +120,8 @@ def check_translator(learner: Any, folder: str | os.PathLike[str] | None = None,
     """
     problem = _learner_parts(learner)
     if problem is not None:
-        return CheckResult("translator", False, f"translator: not checked. {problem}.")
+        return CheckResult("translator", False,
+                           textwrap.fill(f"translator: not checked. {problem}.", WIDTH))
     from ..data.numbers import number_words
     from ..data.tokenizer import BOS, EOS, PAD, SharedTokenizer
     from ..inference.greedy import greedy_decode
@@ -175,9 +177,10 @@ def check_translator(learner: Any, folder: str | os.PathLike[str] | None = None,
             failure = f"your greedy_decode raised {_error_text(error)}"
         if got == german:
             table = [f"  {n:>6}  {g}" for n, g in zip(numbers, german, strict=True)]
-            message = "\n".join([f"translator: passed. Your model, with the trained weights, "
-                                 f"translates all {len(numbers)} numbers right (from their English "
-                                 "words):", *table])
+            header = textwrap.fill(f"translator: passed. Your model, with the trained weights, "
+                                   f"translates all {len(numbers)} numbers right, from their "
+                                   "English words:", WIDTH)
+            message = "\n".join([header, *table])
             return CheckResult("translator", True, message, len(numbers), 0)
         bad = [0] if got is None else [i for i, (g, w) in enumerate(zip(got, german, strict=True)) if g != w]
         wrong = bad[0]
@@ -244,4 +247,4 @@ def _side_by_side(model: nn.Module, reference: nn.Module, source: list[int], tar
     if difference is None:
         return "decoding", ("your model's outputs agree with the reference's; the tokens your "
                             "greedy_decode chooses or feeds back do not")
-    return difference[0], difference[1]
+    return difference[0], "First value that differs: " + difference[1]
