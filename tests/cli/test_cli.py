@@ -7,10 +7,13 @@ import sys
 import pytest
 
 from vanilla_transformer import PRESETS, ModelConfig
-from vanilla_transformer.analysis import parameter_count, parameter_count_for
+from vanilla_transformer.analysis import (
+    forward_flops_for,
+    memory_estimate_for,
+    parameter_count,
+    parameter_count_for,
+)
 from vanilla_transformer.cli import PRESET_VOCAB, build_parser, main
-from vanilla_transformer.analysis import forward_flops_for
-from vanilla_transformer.analysis import memory_estimate_for
 
 
 def run(capsys, *argv):

@@ -59,7 +59,7 @@ def _still_works(run: Path) -> None:
     """The run folder loads, holds finite weights, and translates."""
     assert not (run / ".lock").exists()
     assert not list(run.rglob("*.tmp"))
-    model, tokenizer = load_translator(run)
+    model, _tokenizer = load_translator(run)
     assert all(torch.isfinite(p).all() for p in model.parameters())
     assert main(["translate", str(run), "--beam", "1", "one"]) == 0
 
@@ -421,7 +421,7 @@ def test_fault(case, status, message, data, run, tmp_path, capsys, monkeypatch):
         # refused or failed: the run is as it was, and no file was added to it
         after = _snapshot(run)
         changed = {k for k in before if after.get(k) != before[k]} | (set(after) - set(before))
-        assert not changed or status == 1 and changed <= {"metrics.jsonl", "config.json"}, changed
+        assert not changed or (status == 1 and changed <= {"metrics.jsonl", "config.json"}), changed
     if (tmp_path / "new").exists():  # a refused new run leaves no folder behind
         assert not any((tmp_path / "new").iterdir())
     if hasattr(case, "cleanup"):
@@ -553,7 +553,7 @@ def test_a_signal_stops_after_the_step_with_a_checkpoint(data, tmp_path, signum)
     child = _start(data, run)
     _wait_for_steps(run, child)
     child.send_signal(signum)
-    out, err = child.communicate(timeout=120)
+    _out, err = child.communicate(timeout=120)
     assert child.returncode == 130, err
     step = int(err.split("interrupted at step ")[1].split(":")[0])
     assert err.strip().endswith(f"interrupted at step {step}: continue with --resume")
@@ -569,7 +569,7 @@ def test_a_second_signal_stops_at_once_and_corrupts_nothing(data, tmp_path):
     child.send_signal(signal.SIGINT)
     time.sleep(0.05)
     child.send_signal(signal.SIGINT)
-    out, err = child.communicate(timeout=120)
+    _out, err = child.communicate(timeout=120)
     assert child.returncode == 130, err
     assert "Traceback" not in err
     assert not (run / ".lock").exists() and not list(run.rglob("*.tmp"))
@@ -634,6 +634,6 @@ def test_a_stop_while_tokenising_is_at_once_and_leaves_nothing(data, tmp_path):
     child.send_signal(signal.SIGINT)
     said = child.stderr.readline()  # the command's one line, before the interpreter's teardown
     assert time.monotonic() - start < 1.0, said
-    out, err = child.communicate(timeout=60)
+    _out, err = child.communicate(timeout=60)
     assert child.returncode == 130 and said.strip().endswith("error: interrupted"), said + err
     assert not run.exists() or not list(run.iterdir())

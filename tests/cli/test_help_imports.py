@@ -70,7 +70,7 @@ def test_model_fields_agree_with_model_config() -> None:
     assert [(f.name, f.type, f.default, f.help) for f in MODEL_FIELDS] == [
         (f.name, f.type, f.default, f.metadata["help"]) for f in fields]
     assert LAYER_NORMS == layers.LAYER_NORMS
-    assert PRESET_NAMES == tuple(sorted(PRESETS))
+    assert tuple(sorted(PRESETS)) == PRESET_NAMES
 
 
 def test_copy_task_fields_agree():

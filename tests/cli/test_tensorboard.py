@@ -10,7 +10,7 @@ import pytest
 from vanilla_transformer.cli import main
 
 pytest.importorskip("tensorboard", reason="the tensorboard extra is not installed")
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # noqa: E402
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 TINY = ["-N", "1", "--d-model", "16", "--d-ff", "32", "--h", "2", "--vocab-size", "60",
         "--max-tokens", "150", "--warmup", "5", "--save-every", "2", "--average", "2",

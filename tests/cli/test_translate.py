@@ -154,7 +154,7 @@ def test_export_writes_graphs_that_translate_like_the_run(data, run, tmp_path, c
     again = SharedTokenizer.load(tmp_path / "tokenizer.json")
     sources = [s for s, _ in read_tsv(data / "test.tsv")]
     expected = translate_sentences(model, tokenizer, sources, beam_size=1)
-    for source, want in zip(sources, expected):
+    for source, want in zip(sources, expected, strict=False):
         ids = np.array([again.encode(source) + [EOS]], dtype=np.int64)
         ys = greedy_decode_onnx(tmp_path / "encoder.onnx", tmp_path / "decoder.onnx", ids,
                                 None, ids.shape[1] + 51, BOS, end_symbol=EOS)
@@ -291,17 +291,16 @@ def test_device_and_amp_on_the_cpu(data, tmp_path, capsys):
 
 
 def test_help_documents_every_option(capsys):
-    import re
 
     from vanilla_transformer.cli import translate as cli
     from vanilla_transformer.cli.translate import PAPER_SMALL, TRAINING_DEFAULTS
     from vanilla_transformer.training import translation
     from vanilla_transformer.training.translation import TRANSLATION_PRESETS, TranslationConfig
 
-    assert TRAINING_DEFAULTS == TranslationConfig().to_dict()
+    assert TranslationConfig().to_dict() == TRAINING_DEFAULTS
     assert cli.RUN_OPTIONS == translation.RUN_OPTIONS
-    assert PAPER_SMALL == {k: v for k, v in TRANSLATION_PRESETS["paper-small"].items()
-                           if k in PAPER_SMALL} and len(PAPER_SMALL) >= 5
+    assert {k: v for k, v in TRANSLATION_PRESETS["paper-small"].items()
+                           if k in PAPER_SMALL} == PAPER_SMALL and len(PAPER_SMALL) >= 5
     from vanilla_transformer.cli.translate import build_translate_parser
 
     for action in ("train", "eval", "export", "numbers", "run"):

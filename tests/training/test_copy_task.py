@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from vanilla_transformer import data_gen
+from vanilla_transformer.cli.copy_task import main, register, run_copy_task
 from vanilla_transformer.data import START_SYMBOL, heldout_sequences
 from vanilla_transformer.training import COPY_MODEL, CopyTaskConfig, exact_match, train_copy_model
-from vanilla_transformer.cli.copy_task import main, register, run_copy_task
 
 TINY = CopyTaskConfig(model=COPY_MODEL.replace(d_model=16, d_ff=32, h=2), batch_size=8,
                       steps=12, warmup=4)
@@ -82,7 +82,7 @@ def test_replace_routes_model_keywords_into_the_model():
     with pytest.raises(TypeError, match=r"\['d_models'\].*'d_model'"):
         c.replace(d_models=16)
     with pytest.raises(AttributeError, match="d_models"):
-        c.d_models
+        _ = c.d_models
 
 
 def test_from_dict_reads_nested_and_flat_dicts():
@@ -138,7 +138,8 @@ def test_training_is_deterministic_and_learns():
     first = train_copy_model(TINY)
     second = train_copy_model(TINY)
     assert first.losses == second.losses  # bit for bit
-    for (name, a), b in zip(first.model.state_dict().items(), second.model.state_dict().values()):
+    for (name, a), b in zip(first.model.state_dict().items(), second.model.state_dict().values(),
+                            strict=True):
         assert torch.equal(a, b), name
     other = train_copy_model(TINY.replace(seed=1))
     assert other.losses != first.losses
@@ -287,7 +288,7 @@ def test_loading_a_bad_file_is_one_line(tmp_path, capsys, content):
     bad = tmp_path / "bad.pt"
     bad.write_bytes(content)
     assert cli_main(["copy-task", "--load", str(bad), "--no-progress"]) == 2
-    out, err = capsys.readouterr()
+    _out, err = capsys.readouterr()
     assert err.count("\n") == 1 and "Traceback" not in err
     assert "is not a checkpoint written by save_checkpoint" in err and str(bad) in err
     assert main(["--load", str(bad), "--no-progress"]) == 2  # on its own, too
@@ -306,8 +307,8 @@ def test_a_loss_that_becomes_nan_stops_training_with_one_line(capsys):
 
 
 def test_a_diverged_finite_loss_is_reported(monkeypatch, capsys):
-    import vanilla_transformer.training.copy_task as cli  # the handler imports it from here
     import vanilla_transformer.cli.copy_task as cli_copy_task
+    import vanilla_transformer.training.copy_task as cli  # the handler imports it from here
 
     real = cli.train_copy_model
 

@@ -9,15 +9,17 @@ import torch
 import torch.distributed as dist
 
 from vanilla_transformer import data_gen
-from vanilla_transformer.training import COPY_MODEL, CopyTaskConfig, train_copy_model
+from vanilla_transformer.cli.distributed import main
 from vanilla_transformer.training import (
+    COPY_MODEL,
+    CopyTaskConfig,
     default_backend,
     free_port,
     run_local,
     shard_batches,
+    train_copy_model,
     train_distributed,
 )
-from vanilla_transformer.cli.distributed import main
 
 pytestmark = pytest.mark.skipif(not dist.is_gloo_available(), reason="needs the gloo backend")
 

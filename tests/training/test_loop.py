@@ -56,7 +56,7 @@ def one_sgd_update(model, batches, accum_iter):
     before = [p.detach().clone() for p in model.parameters()]
     loss, state = run_epoch(batches, model, make_compute(model, 0.1), opt, accum_iter=accum_iter,
                             progress=False)
-    return loss, state, [b - p.detach() for b, p in zip(before, model.parameters())]
+    return loss, state, [b - p.detach() for b, p in zip(before, model.parameters(), strict=False)]
 
 
 @pytest.mark.parametrize("batches", [padded_batches(), list(data_gen(V, 4, 3, seq_len=6, seed=1))],
@@ -68,7 +68,7 @@ def test_gradient_accumulation_equals_one_combined_batch(batches):
     loss_one, _, grads_one = one_sgd_update(twin, [combine(batches)], accum_iter=1)
     assert state.accum_step == 1 and state.step == len(batches)
     assert loss_acc == pytest.approx(loss_one, rel=1e-5)
-    for g_acc, g_one in zip(grads_acc, grads_one):
+    for g_acc, g_one in zip(grads_acc, grads_one, strict=False):
         torch.testing.assert_close(g_acc, g_one, rtol=1e-4, atol=1e-6)
 
 
@@ -81,7 +81,7 @@ def test_equal_token_batches_are_scaled_by_one_over_accum_iter():
     for b in batches:
         _, node = compute(twin(b.src, b.tgt, b.src_mask, b.tgt_mask), b.tgt_y, b.ntokens)
         (node / 2).backward()
-    for g, p in zip(grads, twin.parameters()):
+    for g, p in zip(grads, twin.parameters(), strict=False):
         torch.testing.assert_close(g, p.grad, rtol=1e-4, atol=1e-6)
 
 
@@ -92,7 +92,7 @@ def test_train_state_counts_and_last_partial_window_is_stepped():
     seen = []
     loss, state = run_epoch(data_gen(V, 2, 7, seq_len=5, seed=0), model, make_compute(model), opt,
                             sched, accum_iter=3, progress=False,
-                            on_step=lambda st, l: seen.append((st.accum_step, l)))
+                            on_step=lambda st, loss: seen.append((st.accum_step, loss)))
     assert state == TrainState(step=7, accum_step=3, samples=14, tokens=7 * 2 * 4)
     assert sched.last_epoch == 3  # the scheduler steps once per optimizer step
     assert [s for s, _ in seen] == [1, 2, 3]
@@ -136,7 +136,7 @@ def test_training_reduces_the_loss():
     opt = torch.optim.Adam(model.parameters(), lr=3e-3)
     losses = []
     run_epoch(data_gen(V, 16, 40, seq_len=5, seed=0), model, make_compute(model), opt,
-              progress=False, on_step=lambda s, l: losses.append(l))
+              progress=False, on_step=lambda s, loss: losses.append(loss))
     assert sum(losses[-5:]) / 5 < 0.7 * sum(losses[:5]) / 5
 
 

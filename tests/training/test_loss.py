@@ -1,4 +1,5 @@
-"""Label smoothing, its fused form and SimpleLossCompute, against PyTorch's cross-entropy and KL divergence."""
+"""Label smoothing, its fused form and SimpleLossCompute, against PyTorch's cross-entropy and
+KL divergence."""
 
 from __future__ import annotations
 
@@ -191,7 +192,7 @@ def test_probabilities_instead_of_log_probabilities_are_refused():
     probs = torch.softmax(torch.randn(3, 5), dim=-1)
     with pytest.raises(ValueError, match=r"log-probabilities .*did you pass probabilities"):
         crit(probs, torch.tensor([1, 2, 3]))
-    with pytest.raises(ValueError, match="target ids must lie in .* found id 5"):
+    with pytest.raises(ValueError, match=r"target ids must lie in .* found id 5"):
         crit(probs.log(), torch.tensor([1, 2, 5]))
     assert crit(probs.log(), torch.tensor([1, 2, 3])) >= 0
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
@@ -44,8 +45,8 @@ def test_rate_warms_up_linearly_peaks_at_warmup_then_decays():
     peak = max(range(len(lrs)), key=lrs.__getitem__) + 1
     assert peak == 400
     assert lrs[399] == pytest.approx(1 / math.sqrt(512 * 400))
-    assert all(a < b for a, b in zip(lrs[:399], lrs[1:400]))  # increasing
-    assert all(a > b for a, b in zip(lrs[400:], lrs[401:]))  # decreasing
+    assert all(a < b for a, b in itertools.pairwise(lrs[:400]))  # increasing
+    assert all(a > b for a, b in itertools.pairwise(lrs[400:]))  # decreasing
     assert lrs[9] == pytest.approx(10 * lrs[0])  # linear warm-up
     assert lrs[1599] == pytest.approx(lrs[399] / 2)  # inverse square root: 4x steps, half rate
 
@@ -97,7 +98,7 @@ def test_make_optimizer_is_adam_with_the_papers_settings_driven_by_rate():
             m(x).pow(2).sum().backward()
             opt.step()
         scheduler.step()
-        for a, b in zip(model.parameters(), twin.parameters()):
+        for a, b in zip(model.parameters(), twin.parameters(), strict=False):
             torch.testing.assert_close(a, b, rtol=0, atol=0)
     with pytest.raises(ValueError, match="warmup"):
         make_optimizer(model, d_model=16, warmup=0)

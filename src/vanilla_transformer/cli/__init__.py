@@ -293,5 +293,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         return fail(f"{error.strerror or error}{where}", 1)
     except MemoryError:
         return fail("out of memory", 1)
-    except Exception as error:  # a failure of the work itself: one line, not a traceback
+    except Exception as error:  # noqa: BLE001 - a failure of the work: one line, no traceback
         return fail(f"{type(error).__name__}: {error}", 1)

@@ -96,7 +96,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="load a model saved with --save instead of training one")
 
 
-def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def register(subparsers: Any) -> argparse.ArgumentParser:
     """Add the `copy-task` subcommand to a command line.
 
     The subcommand's handler is stored as the parser default `handler` (the convention of
@@ -259,7 +259,7 @@ def _run(args: argparse.Namespace) -> int:
     for i in range(min(args.examples, src.size(0))):
         mark = "ok" if torch.equal(decoded[i], src[i]) else "WRONG"
         print(f"  {src[i].tolist()} -> {decoded[i].tolist()}  {mark}")
-    hits = int(round(accuracy * src.size(0)))
+    hits = round(accuracy * src.size(0))
     print(f"exact match: {100 * accuracy:.1f}% ({hits}/{src.size(0)} held-out sequences, "
           f"seed {eval_seed}, greedy decoding from start symbol {START_SYMBOL})")
     return 0

@@ -10,7 +10,8 @@ A field's help is its `metadata["help"]`: a new field becomes an option everywhe
 list to copy it into.
 
 The library names its arguments in its errors (`d_model=32`, `overwrite=True`); an error that
-lists them in `keywords` is shown with the flags instead ([`flag_message`][vanilla_transformer.cli.options.flag_message]).
+lists them in `keywords` is shown with the flags instead
+([`flag_message`][vanilla_transformer.cli.options.flag_message]).
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from typing import Any, NamedTuple, NoReturn
 from ..config import LAYER_NORMS, PRESETS, ModelConfig
 
 __all__ = ["OneLineParser", "CommandFailed", "ModelField", "MODEL_FIELDS", "LAYER_NORMS",
-           "PRESET_NAMES", "MAX_THREADS", "check_threads", "fields_of", "flag", "flag_message", "add_config_arguments",
-           "add_field_arguments", "config_values"]
+           "PRESET_NAMES", "MAX_THREADS", "check_threads", "fields_of", "flag", "flag_message",
+           "add_config_arguments", "add_field_arguments", "config_values"]
 
 
 class ModelField(NamedTuple):
@@ -72,8 +73,8 @@ def flag_message(error: BaseException) -> str:
     the bare name as `--name`.
 
     Examples:
-        >>> from vanilla_transformer.training.run_folder import Refusal
-        >>> flag_message(Refusal("d_model=32 differs; drop d_model or use overwrite=True",
+        >>> from vanilla_transformer.training.run_folder import RefusalError
+        >>> flag_message(RefusalError("d_model=32 differs; drop d_model or use overwrite=True",
         ...                      "d_model", "overwrite"))
         '--d-model 32 differs; drop --d-model or use --overwrite'
     """
@@ -94,7 +95,7 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-class CommandFailed(Exception):
+class CommandFailed(Exception):  # noqa: N818 - a public name since 0.1
     """A command's work failed (not its input): `main` prints the message as one line on
     stderr and exits with `status` (1 unless told).
 

@@ -10,6 +10,7 @@ folder as it was.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import sys
@@ -148,10 +149,9 @@ class _StopOnSignal:
 
     def __enter__(self) -> _StopOnSignal:
         for signum in (signal.SIGINT, signal.SIGTERM):
-            try:
+            # not the main thread (ValueError): no handlers, Ctrl-C stops at once
+            with contextlib.suppress(ValueError):
                 self.previous[signum] = signal.signal(signum, self._handle)
-            except ValueError:  # not the main thread: no handlers, Ctrl-C stops at once
-                pass
         return self
 
     def __exit__(self, *exc: object) -> None:

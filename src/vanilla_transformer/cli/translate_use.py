@@ -183,7 +183,7 @@ def _load(args: argparse.Namespace) -> tuple[Any, Any]:
     if not 0 < args.beam <= MAX_BEAM:
         raise ValueError(f"--beam must be positive and at most {MAX_BEAM}, got {args.beam}")
     from ..training.ranks import amp_context, resolve_device
-    from ..training.resume import load_translator
+    from ..training.run_folder import load_translator
 
     amp_context(resolve_device(args.device), args.amp)  # fp16 without CUDA: refused here
     return load_translator(args.run, args.checkpoint, device=args.device)
@@ -356,7 +356,7 @@ def run_export(args: argparse.Namespace) -> int:
     folder = _check_folder_outputs(args.out, ["encoder.onnx", "decoder.onnx", TOKENIZER_FILE],
                                    args.overwrite)
     from ..interop.onnx import export_onnx
-    from ..training.resume import load_translator
+    from ..training.run_folder import load_translator
 
     model, tokenizer = load_translator(args.run, args.checkpoint)
     if args.max_len is not None:

@@ -226,6 +226,7 @@ PRESETS: dict[str, dict[str, Any]] = {
 - `paper-base`, `paper-big`: the paper's model: Table 3's sizes, post-norm residual blocks
   (section 3.1), one weight matrix shared by both embeddings and the pre-softmax projection
   (section 3.4, which needs one vocabulary for both languages), no generator bias (the paper
-  names only the shared matrix), `nn.LayerNorm`, and dropout only on sublayer outputs and embedding sums (section 5.4): none on
+  names only the shared matrix), `nn.LayerNorm`, and dropout only on sublayer outputs and
+  embedding sums (section 5.4): none on
   the attention weights or inside the feed-forward network.
 """

@@ -3,19 +3,19 @@ with its callbacks), checkpoints, the processes of a run, the copy task, distrib
 and training a translator on parallel text.
 """
 
-from .schedule import rate, make_optimizer
-from .loss import LabelSmoothing, SimpleLossCompute, label_smoothed_kl
-from .loop import MODES, FitProgress, TrainState, fit, run_epoch
-from .checkpoints import CHECKPOINT_FORMAT, save_checkpoint, load_checkpoint
-from .copy_task import COPY_MODEL, CopyTaskConfig, CopyTaskRun, train_copy_model, exact_match
+from .checkpoints import CHECKPOINT_FORMAT, load_checkpoint, save_checkpoint
+from .copy_task import COPY_MODEL, CopyTaskConfig, CopyTaskRun, exact_match, train_copy_model
 from .distributed import (
-    default_backend,
-    shard_batches,
     DistributedRun,
-    train_distributed,
+    default_backend,
     free_port,
     run_local,
+    shard_batches,
+    train_distributed,
 )
+from .loop import MODES, FitProgress, TrainState, fit, run_epoch
+from .loss import LabelSmoothing, SimpleLossCompute, label_smoothed_kl
+from .schedule import make_optimizer, rate
 
 __all__ = [
     "rate",
@@ -44,6 +44,14 @@ __all__ = [
     "run_local",
 ]
 
-from .translation import TRANSLATION_PRESETS, TranslationConfig, TranslationRun, train_translation, average_checkpoints, load_translator
+from .translation import (
+    TRANSLATION_PRESETS,
+    TranslationConfig,
+    TranslationRun,
+    average_checkpoints,
+    load_translator,
+    train_translation,
+)
 
-__all__ += ["TRANSLATION_PRESETS", "TranslationConfig", "TranslationRun", "train_translation", "average_checkpoints", "load_translator"]
+__all__ += ["TRANSLATION_PRESETS", "TranslationConfig", "TranslationRun", "train_translation",
+            "average_checkpoints", "load_translator"]

@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from .loop import FitProgress
 
 __all__ = ["Callback", "MetricsLog", "StopWhen", "Validator", "CheckpointKeeper",
-           "EarlyStopping", "auto_bleu_tokenize", "best_entry"]
+           "EarlyStopping", "ProgressBar", "auto_bleu_tokenize", "best_entry"]
 
 Log = Callable[[str], None]
 
@@ -278,3 +278,24 @@ class EarlyStopping:
 
     def on_end(self, progress: FitProgress) -> None:
         pass
+
+
+class ProgressBar:
+    """A progress bar of steps on stderr, showing the loss and the epoch (`epoch()`), cleared
+    before a step after which something is logged (`clear_after(progress)`)."""
+
+    def __init__(self, total: int, initial: int, epoch: Callable[[], int],
+                 clear_after: Callable[[FitProgress], bool]) -> None:
+        from tqdm.auto import tqdm
+
+        self.bar = tqdm(total=total, initial=initial, desc="train", unit="step")
+        self.epoch, self.clear_after = epoch, clear_after
+
+    def on_step(self, progress: FitProgress) -> None:
+        self.bar.update(1)
+        self.bar.set_postfix(loss=f"{progress.loss:.3f}", epoch=self.epoch(), refresh=False)
+        if self.clear_after(progress):
+            self.bar.clear()
+
+    def on_end(self, progress: FitProgress) -> None:
+        self.bar.close()

@@ -1,14 +1,10 @@
 """Every file a training run writes: its names, its formats, and how each is read back.
 
-A model file (`save_checkpoint`) holds a model with its `ModelConfig`, so it can be rebuilt
-without its code; a training checkpoint (`save_train_state`) holds everything a run needs to
-continue to the step. Both are plain data read with `torch.load(weights_only=True)`, written
-atomically, and a training checkpoint is read back as soon as it is written. Checkpoints are
-ordered by the step they hold, which their name repeats and loading checks.
-
-The sinusoid table of the positional encoding (section 3.5) is a buffer that the
-configuration recomputes, and the largest tensor of a small model: it is not saved. Files
-written before this rule, which hold it, still load.
+A model file (`save_checkpoint`) holds a model with its `ModelConfig`; a training checkpoint
+(`save_train_state`) holds everything a run needs to continue to the step. Both are plain data
+read with `torch.load(weights_only=True)` and written atomically; a training checkpoint is read
+back once written, and ordered by the step it holds, which its name repeats and loading checks.
+The positional encoding's sinusoid table is recomputed from the configuration, so not saved.
 
 Explained on the [Training the copy task][training-guide] page.
 """
@@ -46,11 +42,9 @@ __all__ = [
     "check_weights_fit_config",
 ]
 
-
 MODEL_FILE, TOKENIZER_FILE, CONFIG_FILE, METRICS_FILE, CHECKPOINTS, LOCK_FILE = (
     "model.pt", "tokenizer.json", "config.json", "metrics.jsonl", "checkpoints", ".lock")
-"""The files of a run folder: the final model, the tokenizer, the settings, the log, the
-training checkpoints' folder and the writer's lock."""
+"""A run folder's final model, tokenizer, settings, log, checkpoints' folder and lock."""
 
 BEST_FILE = "best.pt"
 """In `CHECKPOINTS/`: the checkpoint with the best validation score (with `keep_best`)."""
@@ -76,9 +70,9 @@ def naming(path: str | os.PathLike[str]) -> Iterator[None]:
     try:
         yield
     except OSError as error:
-        if error.filename is None and error.errno is not None:
-            raise OSError(error.errno, error.strerror or str(error), os.fspath(path)) from error
-        raise
+        if error.filename is not None or error.errno is None:
+            raise
+        raise OSError(error.errno, error.strerror or str(error), os.fspath(path)) from error
 
 
 def save_atomically(path: str | os.PathLike[str], write: Any) -> None:
@@ -336,7 +330,7 @@ def _torch_load(path: str | os.PathLike[str]) -> Any:
         return torch.load(path, map_location="cpu", weights_only=True)
     except OSError:
         raise
-    except Exception as error:  # a truncated or foreign file; torch's warning kept in full
+    except Exception as error:  # noqa: BLE001 - torch.load raises any type for a foreign file
         reason = " ".join(str(error).split())
         raise ValueError(f"{os.fspath(path)}: not a readable checkpoint ({reason})") from None
 
@@ -355,12 +349,8 @@ def save_train_state(path: Path, **state: Any) -> None:
 
 
 def load_train_state(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Read a training checkpoint with `torch.load(weights_only=True)`.
-
-    Raises:
-        ValueError: if the file is not a training checkpoint, holds another step than its
-            name says, or its weights do not fit its configuration.
-    """
+    """Read a training checkpoint with `torch.load(weights_only=True)`; a `ValueError` if it is
+    none, holds another step than its name says, or its weights do not fit its configuration."""
     state = _torch_load(path)
     name = os.fspath(path)
     if not isinstance(state, dict) or state.get("format") != TRAIN_STATE_FORMAT:
@@ -375,14 +365,9 @@ def load_train_state(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 def average_checkpoints(paths: Sequence[str | os.PathLike[str]]) -> dict[str, torch.Tensor]:
-    r"""The element-wise mean of the models in `paths` (section 6.1).
-
-    Floating-point tensors are averaged in float64 and cast back; other tensors are taken from
-    the last file. Training checkpoints (`model`) and `save_checkpoint` files (`state_dict`)
-    both work.
-
-    Raises:
-        ValueError: if `paths` is empty or the files hold different parameters.
+    r"""The element-wise mean of the models in `paths` (section 6.1), training checkpoints or
+    `save_checkpoint` files: floats averaged in float64 and cast back, other tensors the last
+    file's. Raises `ValueError` if `paths` is empty or the files hold different parameters.
 
     Examples:
         >>> import tempfile, os

@@ -293,7 +293,8 @@ def run_local(
     wait = check_timeout(timeout)
     config = CopyTaskConfig() if config is None else config
     with tempfile.TemporaryDirectory() as out_dir:
-        mp.spawn(_local_worker, args=(world_size, free_port(), config, out_dir, threads, wait),
-                 nprocs=world_size, join=True)
+        spawn: Any = mp.spawn  # type: ignore[attr-defined]
+        spawn(_local_worker, args=(world_size, free_port(), config, out_dir, threads, wait),
+              nprocs=world_size, join=True)
         return [torch.load(os.path.join(out_dir, f"rank{r}.pt"), weights_only=True)
                 for r in range(world_size)]

@@ -29,7 +29,7 @@ MODES = ("train", "train+log", "eval")
 for code written against the Annotated Transformer."""
 
 
-class TrainingDiverged(ValueError):
+class TrainingDiverged(ValueError):  # noqa: N818 - a public name since 0.1
     """A loss or a gradient became NaN or infinite: training stops before that update.
 
     A `ValueError`, so code that caught the loop's earlier error still catches it; the
@@ -154,7 +154,8 @@ def _window(
                 out = model(batch.src, batch.tgt, batch.src_mask, batch.tgt_mask)
                 loss_sum, loss_node = loss_compute(out, batch.tgt_y, norm)
             if training:
-                (loss_node if scaler is None else scaler.scale(loss_node)).backward()
+                (loss_node if scaler is None else scaler.scale(loss_node)).backward(
+                )  # type: ignore[no-untyped-call]
         loss_value = float(loss_sum)  # after backward(): the GPU is kept busy
         if not math.isfinite(loss_value):
             where = (f"training step {state.step + 1}, optimizer step {state.accum_step + 1}; "
@@ -199,8 +200,7 @@ def run_epoch(
     Batches are taken `accum_iter` at a time (a *window*). In training, each batch's loss is
     divided by the number of target tokens in the whole window before `backward()`, so after the
     window the accumulated gradient is the gradient of the mean loss per token over the
-    window's combined batch (equal up to float rounding: the sums are taken in another order); when every batch holds the same number of tokens this is the same
-    as scaling each batch's mean loss by `1 / accum_iter`. The optimizer and the scheduler then
+    window's combined batch (up to float rounding). The optimizer and the scheduler then
     step once. A last, shorter window is stepped too, so no gradient leaks into the next epoch.
 
     With `DistributedDataParallel`, the divisor is the window's target tokens on **all** ranks
@@ -245,10 +245,8 @@ def run_epoch(
 
     Raises:
         ValueError: for an unknown `mode`, a non-positive `accum_iter`, a training mode without
-            an optimizer, or an empty `data_iter`; and if a batch's loss is NaN or infinite
-            (training diverged, or bad inputs), naming the batch and step, before the
-            optimizer applies that batch's gradient. `TrainingDiverged` (a `ValueError`)
-            for a loss, or with `check_gradients` a gradient, that is not finite.
+            an optimizer, or an empty `data_iter`. `TrainingDiverged` (a `ValueError`) for a
+            loss, or with `check_gradients` a gradient, that is not finite, before the update.
 
     Examples:
         >>> from vanilla_transformer.training import LabelSmoothing, SimpleLossCompute, run_epoch
@@ -353,8 +351,7 @@ def fit(
     """Train `model` on `batches` (one `run_epoch` pass), calling each callback's
     `on_step(progress)` after every optimizer step and `on_end(progress)` at the end.
 
-    The batches stop being drawn at the first window after a callback sets `progress.stop`.
-    The model is put in training mode.
+    No batch is drawn after a callback sets `progress.stop`. The model is put in training mode.
 
     Args:
         batches: the batches, `accum_iter` per optimizer step.
@@ -366,9 +363,6 @@ def fit(
 
     Returns:
         The `FitProgress` at the end.
-
-    Raises:
-        TrainingDiverged: as `run_epoch`.
 
     Examples:
         >>> from vanilla_transformer.training import LabelSmoothing, SimpleLossCompute

@@ -129,12 +129,12 @@ class LabelSmoothing(nn.Module):
                 raise ValueError(f"target ids must lie in [0, {self.size}); found id "
                                  f"{lo if lo < 0 else hi}")
         if x.numel() and reads_values(x):
-            lo, hi = (float(v) for v in torch.aminmax(x.detach()))
+            low, high = (float(v) for v in torch.aminmax(x.detach()))
             # log-probabilities are <= 0 (a tolerance for rounding); a probability row is >= 0
-            if hi > 1e-3 or lo >= 0:
+            if high > 1e-3 or low >= 0:
                 raise ValueError(
                     f"x must hold log-probabilities (<= 0, e.g. from log_softmax), got values in "
-                    f"[{lo:.4g}, {hi:.4g}]; did you pass probabilities (softmax) instead?"
+                    f"[{low:.4g}, {high:.4g}]; did you pass probabilities (softmax) instead?"
                 )
         with torch.no_grad():
             spread = self.smoothing / (self.size - 2) if self.smoothing > 0 else 0.0
@@ -163,7 +163,7 @@ class _LabelSmoothedKL(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(  # type: ignore[override]
+    def forward(
         ctx: Any, log_probs: torch.Tensor, target: torch.Tensor, padding_idx: int,
         confidence: float, spread: float,
     ) -> torch.Tensor:
@@ -271,7 +271,9 @@ def label_smoothed_kl(
             raise ValueError(f"target ids must lie in [0, {size}); found id {lo if lo < 0 else hi}")
     smoothing = float(smoothing)
     spread = smoothing / (size - 2) if smoothing > 0 else 0.0
-    return _LabelSmoothedKL.apply(log_probs, target.long(), padding_idx, 1.0 - smoothing, spread)
+    result: torch.Tensor = _LabelSmoothedKL.apply(  # type: ignore[no-untyped-call]
+        log_probs, target.long(), padding_idx, 1.0 - smoothing, spread)
+    return result
 
 
 class SimpleLossCompute:

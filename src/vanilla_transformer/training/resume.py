@@ -1,43 +1,52 @@
-"""What a translator's run starts or continues with, read from its folder only as far as its
-files agree: the settings, the tokenizer, the model's sizes and the newest checkpoint.
+"""How a translator's run starts: its arguments checked, its folder owned, and what it trains
+with, read from the folder only as far as its files agree (the settings, the tokenizer, the
+model's sizes, the newest checkpoint).
 
-A resumed run refuses anything that would change its model or its data (unless `new_data`),
-and a missing fingerprint is a refusal, not a skipped check. `load_translator` reads a trained
-run the same way.
+A new run is accepted (`accept`) only once its data are read and its model sized; before that,
+a refusal or a stop leaves the folder as it was. A resumed run refuses anything that would
+change its model or its data (unless `new_data`), and a missing fingerprint is a refusal, not
+a skipped check.
 """
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+import shutil
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from ..config import (
-    DEFAULT_PRESET,
-    RUN_OPTIONS,
-    TRANSLATION_PRESETS,
-    ModelConfig,
-    RunOptions,
-    TranslationConfig,
-)
+import torch
+from torch import nn
+
+from .. import config as settings
+from ..config import ModelConfig, RunOptions, TranslationConfig
+from ..data.corpus import iter_tsv, sample_tsv
 from ..data.tokenizer import SharedTokenizer, train_tokenizer
-from ..model.encoder_decoder import EncoderDecoder
-from .checkpoints import (
-    MODEL_FILE,
-    TOKENIZER_FILE,
-    checkpoint_paths,
-    load_checkpoint,
-    load_model_state,
-    load_train_state,
+from . import checkpoints as files
+from .checkpoints import load_train_state
+from .loop import FitProgress
+from .ranks import Ranks, amp_context, resolve_device
+from .run_folder import (
+    STAGED_IDS,
+    RefusalError,
+    RunLock,
+    _load_tokenizer,
+    check_folder,
+    clear_run,
+    file_fingerprint,
+    read_run_config,
+    remove_stale_temporaries,
 )
-from .ranks import resolve_device
-from .run_folder import Refusal, check_tokenizer_file, read_run_config
+from .translation_data import pairs_fingerprint
 
-__all__ = ["Prepared", "prepare_new", "prepare_resumed", "prepare_follower", "load_tokenizer",
-           "load_translator"]
+__all__ = ["Prepared", "prepare_new", "prepare_resumed", "prepare_follower",
+           "TrainCall", "check_call", "check_options", "own_folder", "accept", "restore"]
+
+T = TypeVar("T")
+TOKENIZER_SAMPLE = 100_000
+"""Pairs of a TSV file the tokenizer of a new run learns from (`sample_tsv`)."""
 
 
 @dataclass
@@ -68,44 +77,38 @@ def _settings(saved: dict[str, Any], key: str, build: Callable[[dict[str, Any]],
                          f"settings ({error})") from None
 
 
-def load_tokenizer(path: Path) -> SharedTokenizer:
-    """`SharedTokenizer.load`, after refusing parts that training never writes."""
-    check_tokenizer_file(path)
-    return SharedTokenizer.load(path)
-
-
 def prepare_new(preset: str | None, model_options: dict[str, Any], config: TranslationConfig,
                 options: dict[str, Any], sample: Sequence[tuple[str, str]]) -> Prepared:
     """A new run: the preset's sizes and a tokenizer learned from `sample`."""
-    preset = preset or DEFAULT_PRESET
+    preset = preset or settings.DEFAULT_PRESET
     tokenizer = train_tokenizer([s for pair in sample for s in pair], config.vocab_size)
     vocab = tokenizer.vocab_size
-    sizes = {**TRANSLATION_PRESETS[preset], **model_options}
+    sizes = {**settings.TRANSLATION_PRESETS[preset], **model_options}
     model_config = ModelConfig(src_vocab=vocab, tgt_vocab=vocab, **sizes)
-    return Prepared(preset, model_config, config, RunOptions(**{**RUN_OPTIONS, **options}),
+    return Prepared(preset, model_config, config, RunOptions(**{**settings.RUN_OPTIONS, **options}),
                     tokenizer)
 
 
 def prepare_follower(folder: Path, resume: bool, restart_data: bool) -> Prepared:
     """What process 0 prepared and wrote, read by the other processes."""
     saved = read_run_config(folder)
-    paths = checkpoint_paths(folder)
+    paths = files.checkpoint_paths(folder)
     return Prepared(saved["preset"], ModelConfig.from_dict(saved["model"]),
                     TranslationConfig.from_dict(saved["training"]),
                     RunOptions.from_dict(saved["options"]),
-                    SharedTokenizer.load(folder / TOKENIZER_FILE),
+                    SharedTokenizer.load(folder / files.TOKENIZER_FILE),
                     load_train_state(paths[-1]) if resume and paths else None, restart_data)
 
 
 def _check_same_model(model_config: ModelConfig, preset: str | None, saved_preset: str,
                       model_options: dict[str, Any]) -> None:
     if preset is not None and preset != saved_preset:
-        raise Refusal(f"preset={preset} differs from the run's {saved_preset}; a resumed run "
+        raise RefusalError(f"preset={preset} differs from the run's {saved_preset}; a resumed run "
                       "keeps its model (drop preset, or start a new run with overwrite=True)",
                       "preset", "overwrite")
     for name, value in model_options.items():
         if getattr(model_config, name) != value:
-            raise Refusal(f"{name}={value} differs from the run's "
+            raise RefusalError(f"{name}={value} differs from the run's "
                           f"{getattr(model_config, name)}; a resumed run keeps its model (drop "
                           f"{name}, or start a new run with overwrite=True)", name, "overwrite")
 
@@ -121,10 +124,10 @@ def _data_changed(saved: Any, fingerprint: dict[str, Any], new_data: bool) -> bo
     if new_data:
         return True
     if not known:
-        raise Refusal("cannot tell whether the training data are the run's: its config.json "
+        raise RefusalError("cannot tell whether the training data are the run's: its config.json "
                       "holds no fingerprint of them; pass new_data=True to continue on these",
                       "new_data")
-    raise Refusal(
+    raise RefusalError(
         f"the training data differ from the run's (it trained on {saved['size']} bytes, "
         f"sha256 {saved['sha256'][:12]}; these are {fingerprint.get('size')} bytes, sha256 "
         f"{str(fingerprint.get('sha256'))[:12]}); pass new_data=True to continue on them",
@@ -137,91 +140,205 @@ def prepare_resumed(folder: Path, *, preset: str | None, model_options: dict[str
                     new_data: bool) -> Prepared:
     """What a resumed run continues with, after refusing a change to the saved model or data."""
     saved = read_run_config(folder)
-    paths = checkpoint_paths(folder)
+    paths = files.checkpoint_paths(folder)
     if not paths:
-        raise Refusal(f"cannot resume: {str(folder)!r} holds no training checkpoint yet (the "
+        raise RefusalError(f"cannot resume: {str(folder)!r} holds no training checkpoint yet (the "
                       "run stopped before its first one); start it again with overwrite=True",
                       "overwrite")
-    if not (folder / TOKENIZER_FILE).is_file():
-        raise ValueError(f"cannot resume: {str(folder)!r} lacks {TOKENIZER_FILE}")
+    if not (folder / files.TOKENIZER_FILE).is_file():
+        raise ValueError(f"cannot resume: {str(folder)!r} lacks {files.TOKENIZER_FILE}")
     state = load_train_state(paths[-1])
-    tokenizer = load_tokenizer(folder / TOKENIZER_FILE)
+    tokenizer = _load_tokenizer(folder / files.TOKENIZER_FILE)
     model_config = ModelConfig.from_dict(state["config"])
-    saved_preset = saved.get("preset") or DEFAULT_PRESET
+    saved_preset = saved.get("preset") or settings.DEFAULT_PRESET
     _check_same_model(model_config, preset, saved_preset, model_options)
     training = _settings(saved, "training", TranslationConfig.from_dict, folder).to_dict()
     if config != TranslationConfig():
         training.update(max_steps=config.max_steps, max_minutes=config.max_minutes)
     if "vocab_size" in changes and changes["vocab_size"] != training["vocab_size"]:
-        raise Refusal(f"vocab_size={changes['vocab_size']} differs from the run's "
+        raise RefusalError(f"vocab_size={changes['vocab_size']} differs from the run's "
                       f"{training['vocab_size']}: the tokenizer is trained; drop vocab_size, "
                       "or start a new run with overwrite=True", "vocab_size", "overwrite")
     training.update(changes)
     if "max_minutes" not in changes and not config.max_minutes:
         training["max_minutes"] = None  # a time limit is for one call
-    run_options = _settings(saved, "options", lambda d: RunOptions(**{**RUN_OPTIONS, **{
-        k: v for k, v in d.items() if k in RUN_OPTIONS}, **options}), folder)
+    run_options = _settings(saved, "options", lambda d: RunOptions(**{**settings.RUN_OPTIONS, **{
+        k: v for k, v in d.items() if k in settings.RUN_OPTIONS}, **options}), folder)
     restart = _data_changed(saved.get("data"), fingerprint, new_data)
     return Prepared(saved_preset, model_config, TranslationConfig(**training), run_options,
                     tokenizer, state, restart)
 
 
-def _same_tokenizer(a: str, b: str) -> bool:
-    try:
-        return bool(json.loads(a) == json.loads(b))
-    except ValueError:
-        return a == b
+@dataclass
+class TrainCall:
+    """The arguments of one `train_translation` call, checked."""
+
+    train: Sequence[tuple[str, str]] | Path
+    valid: Sequence[tuple[str, str]]
+    folder: Path
+    preset: str | None
+    model_options: dict[str, Any]
+    config: TranslationConfig
+    changes: dict[str, Any]
+    options: dict[str, Any]
+    resume: bool
+    overwrite: bool
+    new_data: bool
+    fingerprint: dict[str, Any]
+    should_stop: Callable[[], bool] | None
+    device: torch.device
+    amp: str
+    progress: bool
+    log: Callable[[str], None]
 
 
-def load_translator(
-    run: str | os.PathLike[str], checkpoint: str = "averaged", device: str = "cpu"
-) -> tuple[EncoderDecoder, SharedTokenizer]:
-    """The trained model and tokenizer of a run folder.
-
-    Args:
-        run: the folder `train_translation` wrote.
-        checkpoint: `"averaged"` (the final model, `model.pt`) or `"last"` (the newest training
-            checkpoint, before averaging).
-        device: `"cpu"`, `"cuda"` or `"auto"` (see `resolve_device`).
-
-    Returns:
-        `(model, tokenizer)`, the model in eval mode.
-
-    Raises:
-        ValueError: if `run` is not a trained run folder, `tokenizer.json` holds parts that
-            training never writes, or `model.pt` does not hold the tokenizer it was trained
-            with, or holds another one than `tokenizer.json`.
-    """
-    path = Path(os.fspath(run))
-    if checkpoint not in ("averaged", "last"):
-        raise ValueError(f"checkpoint must be 'averaged' or 'last', got {checkpoint!r}")
+def check_call(train: Any, valid: Sequence[tuple[str, str]], out: Any, preset: str | None,
+                model_options: dict[str, Any] | None, config: TranslationConfig | None,
+                changes: Mapping[str, Any] | None, resume: bool, overwrite: bool,
+                new_data: bool, data_fingerprint: Mapping[str, Any] | None,
+                should_stop: Callable[[], bool] | None, device: str, amp: str,
+                progress: bool, log: Callable[[str], None] | None) -> TrainCall:
+    """The arguments of `train_translation`, each refused before anything is written."""
+    if preset is not None and preset not in settings.TRANSLATION_PRESETS:
+        raise ValueError(f"unknown preset {preset!r}; choose one of {sorted(settings.TRANSLATION_PRESETS)}")
+    if isinstance(train, (str, os.PathLike)):
+        train = Path(os.fspath(train))
+        if not train.is_file():
+            next(iter_tsv(train))  # raises the file's error
+    elif len(train) == 0:
+        raise ValueError("train_pairs must hold at least one pair")
+    if len(valid) == 0:
+        raise ValueError("valid_pairs must hold at least one pair")
+    if resume and overwrite:
+        raise ValueError("resume and overwrite exclude each other: continue the run or "
+                         "replace it")
     target = resolve_device(device)
-    if not path.is_dir():
-        raise ValueError(f"{str(path)!r} is not a trained model: no such folder")
-    if not (path / TOKENIZER_FILE).is_file() or not (path / MODEL_FILE).is_file():
-        raise ValueError(f"{str(path)!r} is not a trained model: it lacks {TOKENIZER_FILE} or "
-                         f"{MODEL_FILE} (train one with 'translate train --out {path}')")
-    tokenizer_path, model_path = str(path / TOKENIZER_FILE), str(path / MODEL_FILE)
-    try:
-        model, metadata = load_checkpoint(path / MODEL_FILE)
-    except (OSError, ValueError) as error:
-        reason = " ".join(str(error).split())
-        raise ValueError(f"{model_path!r} is not a model checkpoint ({reason})") from None
-    embedded = metadata.get("tokenizer")
-    if not isinstance(embedded, str):
-        raise ValueError(f"{model_path!r} does not hold the tokenizer it was trained with, so "
-                         f"{TOKENIZER_FILE} cannot be checked against it")
-    tokenizer = load_tokenizer(path / TOKENIZER_FILE)
-    if not _same_tokenizer(embedded, tokenizer.tokenizer.to_str()):
-        raise ValueError(f"{tokenizer_path!r} is not the tokenizer {model_path!r} was trained "
-                         "with; restore the run's own tokenizer.json")
-    if tokenizer.vocab_size > model.config.src_vocab:
-        raise ValueError(f"{tokenizer_path!r} has {tokenizer.vocab_size} ids but the model "
-                         f"only {model.config.src_vocab}")
-    if checkpoint == "last":
-        paths = checkpoint_paths(path)
-        if not paths:
-            raise ValueError(f"{str(path)!r} has no training checkpoints")
-        load_model_state(model, load_train_state(paths[-1])["model"], str(paths[-1]))
-    return model.to(target).eval(), tokenizer
+    amp_context(target, amp)  # checks amp
+    config = TranslationConfig() if config is None else config
+    changes = dict(changes or {})
+    unknown = set(changes) - {f.name for f in fields(TranslationConfig)} - set(settings.RUN_OPTIONS)
+    if unknown:
+        raise ValueError(f"changes holds unknown settings {sorted(unknown)}; expected fields of "
+                         f"TranslationConfig or {sorted(settings.RUN_OPTIONS)}")
+    options = {k: changes.pop(k) for k in list(changes) if k in settings.RUN_OPTIONS}
+    if not resume:
+        config = TranslationConfig(**{**config.to_dict(), **changes})
+        check_options(RunOptions(**{**settings.RUN_OPTIONS, **options}), config.eval_size)
+    if data_fingerprint:
+        fingerprint = dict(data_fingerprint)
+    elif isinstance(train, Path):
+        fingerprint = {"path": str(train.resolve()), **file_fingerprint(train)}
+    else:
+        fingerprint = pairs_fingerprint(train)
+    return TrainCall(train, valid, Path(os.fspath(out)), preset, dict(model_options or {}), config,
+                 changes, options, resume, overwrite, new_data, fingerprint, should_stop,
+                 target, amp, progress, log or (lambda line: None))
 
+
+def check_options(options: RunOptions, eval_size: int) -> RunOptions:
+    if options.tensorboard:
+        import torch.utils.tensorboard  # noqa: F401 - the package is missing: say so now
+    if (options.keep_best or options.patience is not None) and eval_size == 0:
+        raise ValueError("keep_best and patience need validation scores: eval_size must be "
+                         "positive, got 0")
+    return options
+
+
+def own_folder(call: TrainCall, train: Callable[[Prepared, list[bool]], T]) -> T:
+    """Process 0's part (the only one without `distributed`): own the folder, then
+    `train(prepared, accepted)`. A new run that is refused or stopped before `accept` leaves
+    the folder as it was."""
+    path = call.folder
+    check_folder(path, resume=call.resume, overwrite=call.overwrite)
+    created = not path.exists()
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ValueError(f"cannot create output folder {str(path)!r}: "
+                         f"{error.strerror or error}") from None
+    if not os.access(path, os.W_OK):
+        raise ValueError(f"output folder {str(path)!r} is not writable")
+    accepted = [call.resume]
+    try:
+        with RunLock(path):
+            for tmp in remove_stale_temporaries(path):
+                call.log(f"removed {tmp}, a file left by an interrupted save")
+            before = set(os.listdir(path))
+            try:
+                return train(_prepare(call), accepted)
+            except BaseException:
+                if not accepted[0]:
+                    _remove_new(path, before)
+                raise
+    finally:
+        if created and path.is_dir() and not any(path.iterdir()):
+            path.rmdir()  # refused before any work: leave no empty folder behind
+
+
+def _remove_new(folder: Path, before: set[str]) -> None:
+    """Remove what a refused run wrote: the entries of `folder` that were not in `before`."""
+    for name in set(os.listdir(folder)) - before - {".lock"}:
+        entry = folder / name
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+
+
+def _prepare(call: TrainCall) -> Prepared:
+    if call.resume:
+        prepared = prepare_resumed(
+            call.folder, preset=call.preset, model_options=call.model_options,
+            config=call.config, changes=call.changes, options=call.options,
+            fingerprint=call.fingerprint, new_data=call.new_data)
+        call.log(f"resuming from step {prepared.state['step']} of "  # type: ignore[index]
+                 f"{prepared.config.max_steps}")
+        return prepared
+    sample = (sample_tsv(call.train, TOKENIZER_SAMPLE, seed=call.config.seed)
+              if isinstance(call.train, Path) else call.train)
+    return prepare_new(call.preset, call.model_options, call.config, call.options, sample)
+
+
+def accept(call: TrainCall, ranks: Ranks, prepared: Prepared, accepted: list[bool]) -> None:
+    """Process 0 takes the folder for the run: an old run replaced goes now, the tokenizer and
+    the settings are written, and the other processes are told."""
+    folder = call.folder
+    if not call.resume:
+        if call.overwrite:
+            clear_run(folder)
+            if (folder / STAGED_IDS).is_dir():
+                os.replace(folder / STAGED_IDS, folder / files.IDS_FOLDER)
+        (folder / files.CHECKPOINTS).mkdir(exist_ok=True)
+        with files.naming(folder / files.TOKENIZER_FILE):
+            prepared.tokenizer.save(folder / files.TOKENIZER_FILE)
+    accepted[0] = True
+    data: dict[str, Any] = {k: call.fingerprint[k] for k in ("path", "size", "sha256")
+                            if k in call.fingerprint}
+    files.write_json(folder / files.CONFIG_FILE, prepared.run_config(data))
+    if ranks.size > 1:
+        ranks.share({"error": None, "restart_data": prepared.restart_data})
+        ranks.shared = True
+
+
+def restore(prepared: Prepared, model: nn.Module, optimizer: torch.optim.Optimizer,
+             scheduler: Any, ranks: Ranks, n_batches: int) -> tuple[FitProgress, tuple[int, int]]:
+    """A resumed run's model, optimizer, schedule and random state: `(progress, (epoch,
+    position))`."""
+    state = prepared.state
+    if state is None:
+        return FitProgress(), (0, 0)
+    files.load_model_state(model, state["model"], "the newest checkpoint")
+    optimizer.load_state_dict(state["optimizer"])
+    scheduler.load_state_dict(state["scheduler"])
+    rng = state["rng"]
+    if ranks.rank == 0:
+        torch.set_rng_state(rng["torch"])
+    elif len(rng.get("ranks", ())) == ranks.size:
+        torch.set_rng_state(rng["ranks"][ranks.rank])
+    else:  # saved by a run of another size: new masks, still not process 0's
+        torch.manual_seed(prepared.config.seed + ranks.rank + state["step"])
+    epoch, position = state["epoch"], state["position"]
+    if prepared.restart_data or position > n_batches:
+        epoch, position = epoch + 1, 0
+    progress = FitProgress(state["step"], state["losses"].tolist(), float(state["seconds"]))
+    return progress, (epoch, position)

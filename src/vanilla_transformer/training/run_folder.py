@@ -1,19 +1,15 @@
 """A run folder: the rules that keep one training run's files whole, and what they are trusted for.
 
-A run folder holds `tokenizer.json`, `config.json`, `model.pt` (the averaged model),
-`metrics.jsonl` and `checkpoints/step-*.pt` (the names and formats are
-[`checkpoints`][vanilla_transformer.training.checkpoints]'). Its rules:
-
-- one writer at a time: a writer holds the lock file `.lock`, which names its process id; a
-  second writer is refused while that process lives, and a lock that names no live process is
-  taken over;
-- a new run never replaces an old one unless told to (`overwrite`), and a replaced run is
-  removed only once the new one is accepted; a refused run leaves the folder as it found it;
-- every file but `metrics.jsonl` and the lock is written atomically, so a kill leaves at worst
-  a temporary file, which the next writer removes;
-- its files are trusted only as far as they agree: the settings' shape, the data's and the
+- One writer at a time: the writer holds the lock file `.lock`, which names its process id; a
+  lock that names no live process is taken over.
+- A new run never replaces an old one unless told to (`overwrite`), and only once it is
+  accepted; a refused run leaves the folder as it found it.
+- Every file but `metrics.jsonl` and the lock is written atomically; the next writer removes
+  the temporaries a kill leaves.
+- Its files are trusted only as far as they agree: the settings' shape and the data's and the
   tokenizer's fingerprints are checked, and a missing fingerprint is a refusal.
 
+The names and formats of the files are [`checkpoints`][vanilla_transformer.training.checkpoints]'.
 Explained on the [Training a real translator][translator-guide] page.
 """
 
@@ -28,7 +24,7 @@ import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._io import atomic_write
 from .checkpoints import (
@@ -42,16 +38,23 @@ from .checkpoints import (
     TENSORBOARD_FOLDER,
     TOKENIZER_FILE,
     checkpoint_paths,
+    load_checkpoint,
+    load_model_state,
+    load_train_state,
     naming,
     write_json,
 )
+
+if TYPE_CHECKING:
+    from ..data.tokenizer import SharedTokenizer
+    from ..model.encoder_decoder import EncoderDecoder
 
 __all__ = [
     "MODEL_FILE", "TOKENIZER_FILE", "CONFIG_FILE", "METRICS_FILE", "CHECKPOINTS", "LOCK_FILE",
     "BEST_FILE", "IDS_FOLDER", "TENSORBOARD_FOLDER", "STAGED_IDS", "RunLock", "is_run_folder",
     "remove_stale_temporaries", "file_fingerprint", "checkpoint_paths", "check_folder",
     "clear_run", "read_run_config", "write_json", "metrics_writer", "check_tokenizer_file",
-    "Refusal",
+    "RefusalError", "load_translator",
 ]
 
 STAGED_IDS = ".ids-staged"
@@ -61,7 +64,7 @@ _RUN_FILES = (MODEL_FILE, TOKENIZER_FILE, CONFIG_FILE, METRICS_FILE, CHECKPOINTS
 _MAX_PID = 2**22  # Linux's largest pid_max
 
 
-class Refusal(ValueError):
+class RefusalError(ValueError):
     """A run refused; `keywords` are the arguments its message names as `name` or `name=value`
     (a command line turns them into its flags)."""
 
@@ -223,7 +226,7 @@ def check_folder(path: Path, *, resume: bool, overwrite: bool) -> None:
     leftovers = [p.name for p in path.iterdir() if p.name != LOCK_FILE
                  and not _temporary(p.name)] if path.is_dir() else []
     if leftovers and not overwrite:
-        raise Refusal(f"output folder {str(path)!r} is not empty (it holds "
+        raise RefusalError(f"output folder {str(path)!r} is not empty (it holds "
                       f"{', '.join(sorted(leftovers)[:4])}); continue its run with resume=True, "
                       "replace it with overwrite=True, or choose another folder",
                       "resume", "overwrite")
@@ -265,7 +268,7 @@ def read_run_config(folder: Path) -> dict[str, Any]:
     for anything that is not what a run writes."""
     path = folder / CONFIG_FILE
     if not path.is_file():
-        raise Refusal(f"cannot resume: {str(folder)!r} lacks {CONFIG_FILE}, which holds the "
+        raise RefusalError(f"cannot resume: {str(folder)!r} lacks {CONFIG_FILE}, which holds the "
                       "run's settings; start again with overwrite=True", "overwrite")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -337,3 +340,67 @@ def check_tokenizer_file(path: Path) -> None:
         if found[part] != value:
             raise ValueError(f"{str(path)!r} has a {part} that training never writes; "
                              "restore the run's own tokenizer.json")
+
+
+def _load_tokenizer(path: Path) -> SharedTokenizer:
+    """`SharedTokenizer.load`, after refusing parts that training never writes."""
+    from ..data.tokenizer import SharedTokenizer
+
+    check_tokenizer_file(path)
+    return SharedTokenizer.load(path)
+
+
+def _same_tokenizer(a: str, b: str) -> bool:
+    try:
+        return bool(json.loads(a) == json.loads(b))
+    except ValueError:
+        return a == b
+
+
+def load_translator(
+    run: str | os.PathLike[str], checkpoint: str = "averaged", device: str = "cpu"
+) -> tuple[EncoderDecoder, SharedTokenizer]:
+    """`(model, tokenizer)` of a run folder, the model in eval mode on `device` (`"cpu"`,
+    `"cuda"` or `"auto"`): with `checkpoint="averaged"` the final model (`model.pt`), with
+    `"last"` the newest training checkpoint.
+
+    Raises:
+        ValueError: if `run` is not a trained run folder, `tokenizer.json` holds parts that
+            training never writes, or `model.pt` does not hold the tokenizer it was trained
+            with, or holds another one than `tokenizer.json`.
+    """
+    path = Path(os.fspath(run))
+    if checkpoint not in ("averaged", "last"):
+        raise ValueError(f"checkpoint must be 'averaged' or 'last', got {checkpoint!r}")
+    from .ranks import resolve_device
+
+    target = resolve_device(device)
+    if not path.is_dir():
+        raise ValueError(f"{str(path)!r} is not a trained model: no such folder")
+    if not (path / TOKENIZER_FILE).is_file() or not (path / MODEL_FILE).is_file():
+        raise ValueError(f"{str(path)!r} is not a trained model: it lacks {TOKENIZER_FILE} or "
+                         f"{MODEL_FILE} (train one with 'translate train --out {path}')")
+    tokenizer_path, model_path = str(path / TOKENIZER_FILE), str(path / MODEL_FILE)
+    try:
+        model, metadata = load_checkpoint(path / MODEL_FILE)
+    except (OSError, ValueError) as error:
+        reason = " ".join(str(error).split())
+        raise ValueError(f"{model_path!r} is not a model checkpoint ({reason})") from None
+    embedded = metadata.get("tokenizer")
+    if not isinstance(embedded, str):
+        raise ValueError(f"{model_path!r} does not hold the tokenizer it was trained with, so "
+                         f"{TOKENIZER_FILE} cannot be checked against it")
+    tokenizer = _load_tokenizer(path / TOKENIZER_FILE)
+    if not _same_tokenizer(embedded, tokenizer.tokenizer.to_str()):
+        raise ValueError(f"{tokenizer_path!r} is not the tokenizer {model_path!r} was trained "
+                         "with; restore the run's own tokenizer.json")
+    vocab = model.config.src_vocab if model.config is not None else 0
+    if tokenizer.vocab_size > vocab:
+        raise ValueError(f"{tokenizer_path!r} has {tokenizer.vocab_size} ids but the model "
+                         f"only {vocab}")
+    if checkpoint == "last":
+        paths = checkpoint_paths(path)
+        if not paths:
+            raise ValueError(f"{str(path)!r} has no training checkpoints")
+        load_model_state(model, load_train_state(paths[-1])["model"], str(paths[-1]))
+    return model.to(target).eval(), tokenizer

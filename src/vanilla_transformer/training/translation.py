@@ -21,71 +21,43 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 from torch import nn
 
-from ..config import (
-    AMP_MODES,
-    BEST_METRICS,
-    DEFAULT_PRESET,
-    DEVICES,
-    RUN_OPTIONS,
-    TRANSLATE_TIMEOUT,
-    TRANSLATION_PRESETS,
-    RunOptions,
-    TranslationConfig,
-)
-from ..data.corpus import iter_tsv, sample_tsv
+from ..config import AMP_MODES, BEST_METRICS, DEVICES, RUN_OPTIONS, TRANSLATE_TIMEOUT
+from ..config import DEFAULT_PRESET as DEFAULT_PRESET
+from ..config import TRANSLATION_PRESETS as TRANSLATION_PRESETS
+from ..config import TranslationConfig as TranslationConfig
 from ..data.tokenizer import PAD, SharedTokenizer
 from ..inference.evaluate import score_translations
 from ..model.encoder_decoder import EncoderDecoder, make_model_from_config
-from .callbacks import (
-    CheckpointKeeper,
-    EarlyStopping,
-    MetricsLog,
-    StopWhen,
-    Validator,
-    auto_bleu_tokenize,
-)
-from .checkpoints import (
-    BEST_FILE,
-    CHECKPOINTS,
-    CONFIG_FILE,
-    IDS_FOLDER,
-    MODEL_FILE,
-    TOKENIZER_FILE,
-    TRAIN_STATE_FORMAT,
-    average_checkpoints,
-    checkpoint_paths,
-    load_checkpoint,
-    load_model_state,
-    load_train_state,
-    naming,
-    save_checkpoint,
-    step_of,
-    write_json,
-)
+from . import checkpoints as files
+from .callbacks import CheckpointKeeper, EarlyStopping, MetricsLog, ProgressBar, StopWhen, Validator
+from .callbacks import auto_bleu_tokenize as auto_bleu_tokenize
+from .checkpoints import TRAIN_STATE_FORMAT as TRAIN_STATE_FORMAT
+from .checkpoints import average_checkpoints, checkpoint_paths, load_train_state
 from .loop import FitProgress, TrainingDiverged, fit
 from .loss import SimpleLossCompute, label_smoothed_kl
 from .ranks import ProcessZeroError, Ranks, amp_context, check_fits_memory, join, leave
 from .ranks import resolve_device as resolve_device
-from .resume import Prepared, load_translator, prepare_follower, prepare_new, prepare_resumed
-from .run_folder import (
-    STAGED_IDS,
-    RunLock,
-    check_folder,
-    clear_run,
-    file_fingerprint,
-    remove_stale_temporaries,
+from .resume import (
+    Prepared,
+    TrainCall,
+    accept,
+    check_call,
+    check_options,
+    own_folder,
+    prepare_follower,
+    restore,
 )
+from .run_folder import STAGED_IDS, load_translator
 from .schedule import make_optimizer
-from .translation_data import BatchStream, encode_pairs, pairs_fingerprint, training_batches
+from .translation_data import BatchStream, encode_pairs, training_batches
 
 __all__ = [
     "TRANSLATION_PRESETS", "DEFAULT_PRESET", "TRAIN_STATE_FORMAT", "TranslationConfig",
@@ -93,9 +65,6 @@ __all__ = [
     "average_checkpoints", "load_translator", "BEST_METRICS", "DEVICES", "AMP_MODES",
     "auto_bleu_tokenize", "resolve_device", "RUN_OPTIONS", "amp_context",
 ]
-
-TOKENIZER_SAMPLE = 100_000
-"""Pairs of a TSV file the tokenizer of a new run learns from (`sample_tsv`)."""
 
 
 @dataclass
@@ -129,29 +98,6 @@ class TranslationRun:
     averaged: list[int] = field(default_factory=list)
     stopped: str = ""
     skipped: int = 0
-
-
-@dataclass
-class _Call:
-    """The arguments of one `train_translation` call, checked."""
-
-    train: Sequence[tuple[str, str]] | Path
-    valid: Sequence[tuple[str, str]]
-    folder: Path
-    preset: str | None
-    model_options: dict[str, Any]
-    config: TranslationConfig
-    changes: dict[str, Any]
-    options: dict[str, Any]
-    resume: bool
-    overwrite: bool
-    new_data: bool
-    fingerprint: dict[str, Any]
-    should_stop: Callable[[], bool] | None
-    device: torch.device
-    amp: str
-    progress: bool
-    log: Callable[[str], None]
 
 
 def train_translation(
@@ -239,7 +185,7 @@ def train_translation(
             in the training file, a model too big for memory, a folder that cannot be
             written, is not empty, or is being written by another process, or a resume that
             does not fit the run (no checkpoint, another model, other data). Its message
-            names arguments as `name=value`; a `Refusal` lists them in `keywords`.
+            names arguments as `name=value`; a `RefusalError` lists them in `keywords`.
         TrainingDiverged: if a loss or a gradient is not finite; the step is named, and no
             file is written from it.
 
@@ -254,7 +200,7 @@ def train_translation(
         >>> run.step, len(run.losses), run.averaged
         (4, 4, [2, 4])
     """
-    call = _check_call(train_pairs, valid_pairs, out, preset, model_options, config, changes,
+    call = check_call(train_pairs, valid_pairs, out, preset, model_options, config, changes,
                        resume, overwrite, new_data, data_fingerprint, should_stop, device, amp,
                        progress, log)
     ranks, owns_group, call.device = join(distributed, timeout, call.device)
@@ -270,7 +216,8 @@ def train_translation(
                                                        prepared["restart_data"]))
         else:
             try:
-                run = _train_first(call, ranks)
+                run = own_folder(call, lambda prepared, accepted: _train(call, ranks, prepared,
+                                                                         accepted))
             except ValueError as error:
                 if ranks.size > 1 and not ranks.shared:  # a refused run: the others stop too
                     ranks.share({"error": str(error), "restart_data": False})
@@ -283,153 +230,27 @@ def train_translation(
             leave(together)
 
 
-def _check_call(train: Any, valid: Sequence[tuple[str, str]], out: Any, preset: str | None,
-                model_options: dict[str, Any] | None, config: TranslationConfig | None,
-                changes: Mapping[str, Any] | None, resume: bool, overwrite: bool,
-                new_data: bool, data_fingerprint: Mapping[str, Any] | None,
-                should_stop: Callable[[], bool] | None, device: str, amp: str,
-                progress: bool, log: Callable[[str], None] | None) -> _Call:
-    """The arguments of `train_translation`, each refused before anything is written."""
-    if preset is not None and preset not in TRANSLATION_PRESETS:
-        raise ValueError(f"unknown preset {preset!r}; choose one of {sorted(TRANSLATION_PRESETS)}")
-    if isinstance(train, (str, os.PathLike)):
-        train = Path(os.fspath(train))
-        if not train.is_file():
-            next(iter_tsv(train))  # raises the file's error
-    elif len(train) == 0:
-        raise ValueError("train_pairs must hold at least one pair")
-    if len(valid) == 0:
-        raise ValueError("valid_pairs must hold at least one pair")
-    if resume and overwrite:
-        raise ValueError("resume and overwrite exclude each other: continue the run or "
-                         "replace it")
-    target = resolve_device(device)
-    amp_context(target, amp)  # checks amp
-    config = TranslationConfig() if config is None else config
-    changes = dict(changes or {})
-    unknown = set(changes) - {f.name for f in fields(TranslationConfig)} - set(RUN_OPTIONS)
-    if unknown:
-        raise ValueError(f"changes holds unknown settings {sorted(unknown)}; expected fields of "
-                         f"TranslationConfig or {sorted(RUN_OPTIONS)}")
-    options = {k: changes.pop(k) for k in list(changes) if k in RUN_OPTIONS}
-    if not resume:
-        config = TranslationConfig(**{**config.to_dict(), **changes})
-        _check_options(RunOptions(**{**RUN_OPTIONS, **options}), config.eval_size)
-    if data_fingerprint:
-        fingerprint = dict(data_fingerprint)
-    elif isinstance(train, Path):
-        fingerprint = {"path": str(train.resolve()), **file_fingerprint(train)}
-    else:
-        fingerprint = pairs_fingerprint(train)
-    return _Call(train, valid, Path(os.fspath(out)), preset, dict(model_options or {}), config,
-                 changes, options, resume, overwrite, new_data, fingerprint, should_stop,
-                 target, amp, progress, log or (lambda line: None))
-
-
-def _check_options(options: RunOptions, eval_size: int) -> RunOptions:
-    if options.tensorboard:
-        import torch.utils.tensorboard  # noqa: F401 - the package is missing: say so now
-    if (options.keep_best or options.patience is not None) and eval_size == 0:
-        raise ValueError("keep_best and patience need validation scores: eval_size must be "
-                         "positive, got 0")
-    return options
-
-
-def _train_first(call: _Call, ranks: Ranks) -> TranslationRun:
-    """Process 0's part (the only one without `distributed`): own the folder, then train. A
-    new run that is refused or stopped before it is accepted leaves the folder as it was."""
-    path = call.folder
-    check_folder(path, resume=call.resume, overwrite=call.overwrite)
-    created = not path.exists()
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise ValueError(f"cannot create output folder {str(path)!r}: "
-                         f"{error.strerror or error}") from None
-    if not os.access(path, os.W_OK):
-        raise ValueError(f"output folder {str(path)!r} is not writable")
-    accepted = [call.resume]
-    try:
-        with RunLock(path):
-            for tmp in remove_stale_temporaries(path):
-                call.log(f"removed {tmp}, a file left by an interrupted save")
-            before = set(os.listdir(path))
-            try:
-                return _train(call, ranks, _prepare(call), accepted)
-            except BaseException:
-                if not accepted[0]:
-                    _remove_new(path, before)
-                raise
-    finally:
-        if created and path.is_dir() and not any(path.iterdir()):
-            path.rmdir()  # refused before any work: leave no empty folder behind
-
-
-def _remove_new(folder: Path, before: set[str]) -> None:
-    """Remove what a refused run wrote: the entries of `folder` that were not in `before`."""
-    for name in set(os.listdir(folder)) - before - {".lock"}:
-        entry = folder / name
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry, ignore_errors=True)
-        else:
-            entry.unlink(missing_ok=True)
-
-
-def _prepare(call: _Call) -> Prepared:
-    if call.resume:
-        prepared = prepare_resumed(
-            call.folder, preset=call.preset, model_options=call.model_options,
-            config=call.config, changes=call.changes, options=call.options,
-            fingerprint=call.fingerprint, new_data=call.new_data)
-        call.log(f"resuming from step {prepared.state['step']} of "  # type: ignore[index]
-                 f"{prepared.config.max_steps}")
-        return prepared
-    sample = (sample_tsv(call.train, TOKENIZER_SAMPLE, seed=call.config.seed)
-              if isinstance(call.train, Path) else call.train)
-    return prepare_new(call.preset, call.model_options, call.config, call.options, sample)
-
-
-def _accept(call: _Call, ranks: Ranks, prepared: Prepared, accepted: list[bool]) -> None:
-    """Process 0 takes the folder for the run: an old run replaced goes now, the tokenizer and
-    the settings are written, and the other processes are told."""
-    folder = call.folder
-    if not call.resume:
-        if call.overwrite:
-            clear_run(folder)
-            if (folder / STAGED_IDS).is_dir():
-                os.replace(folder / STAGED_IDS, folder / IDS_FOLDER)
-        (folder / CHECKPOINTS).mkdir(exist_ok=True)
-        with naming(folder / TOKENIZER_FILE):
-            prepared.tokenizer.save(folder / TOKENIZER_FILE)
-    accepted[0] = True
-    data = {k: call.fingerprint[k] for k in ("path", "size", "sha256") if k in call.fingerprint}
-    write_json(folder / CONFIG_FILE, prepared.run_config(data))
-    if ranks.size > 1:
-        ranks.share({"error": None, "restart_data": prepared.restart_data})
-        ranks.shared = True
-
-
-def _train(call: _Call, ranks: Ranks, prepared: Prepared,
+def _train(call: TrainCall, ranks: Ranks, prepared: Prepared,
            accepted: list[bool] | None = None) -> TranslationRun:
     """The recipe: batches, model, optimizer, loss and callbacks, then `fit`."""
     config, model_config = prepared.config, prepared.model_config
-    _check_options(prepared.options, config.eval_size)
+    check_options(prepared.options, config.eval_size)
     check_fits_memory(model_config, call.device)
-    ids = call.folder / (STAGED_IDS if call.overwrite and not call.resume else IDS_FOLDER)
+    ids = call.folder / (STAGED_IDS if call.overwrite and not call.resume else files.IDS_FOLDER)
     batches = training_batches(call.train, prepared.tokenizer, ids, model_config.max_len,
                                config, call.log)
     valid = [pair for pair, ids_pair in zip(call.valid, encode_pairs(
         prepared.tokenizer, call.valid), strict=True)
         if len(ids_pair[0]) + 1 + 50 < model_config.max_len][: config.eval_size]
     if ranks.rank == 0:
-        _accept(call, ranks, prepared, accepted if accepted is not None else [False])
+        accept(call, ranks, prepared, accepted if accepted is not None else [False])
     torch.manual_seed(config.seed)  # the same initial weights on every process
     model = make_model_from_config(model_config)
     if ranks.rank > 0:
         torch.manual_seed(config.seed + ranks.rank)  # other dropout masks than process 0's
     optimizer, scheduler = make_optimizer(model, model_config.d_model, factor=config.factor,
                                           warmup=config.warmup)
-    progress, position = _restore(prepared, model, optimizer, scheduler, ranks, batches[0])
+    progress, position = restore(prepared, model, optimizer, scheduler, ranks, batches[0])
     model.to(call.device)
     for value in optimizer.state.values():  # Adam's moments follow the model
         for key, tensor in value.items():
@@ -448,31 +269,7 @@ def _train(call: _Call, ranks: Ranks, prepared: Prepared,
     return _final(call, ranks, prepared, model, progress, keeper.history, batches[2])
 
 
-def _restore(prepared: Prepared, model: nn.Module, optimizer: torch.optim.Optimizer,
-             scheduler: Any, ranks: Ranks, n_batches: int) -> tuple[FitProgress, tuple[int, int]]:
-    """A resumed run's model, optimizer, schedule and random state: `(progress, (epoch,
-    position))`."""
-    state = prepared.state
-    if state is None:
-        return FitProgress(), (0, 0)
-    load_model_state(model, state["model"], "the newest checkpoint")
-    optimizer.load_state_dict(state["optimizer"])
-    scheduler.load_state_dict(state["scheduler"])
-    rng = state["rng"]
-    if ranks.rank == 0:
-        torch.set_rng_state(rng["torch"])
-    elif len(rng.get("ranks", ())) == ranks.size:
-        torch.set_rng_state(rng["ranks"][ranks.rank])
-    else:  # saved by a run of another size: new masks, still not process 0's
-        torch.manual_seed(prepared.config.seed + ranks.rank + state["step"])
-    epoch, position = state["epoch"], state["position"]
-    if prepared.restart_data or position > n_batches:
-        epoch, position = epoch + 1, 0
-    progress = FitProgress(state["step"], state["losses"].tolist(), float(state["seconds"]))
-    return progress, (epoch, position)
-
-
-def _keeper(call: _Call, ranks: Ranks, prepared: Prepared, model: EncoderDecoder,
+def _keeper(call: TrainCall, ranks: Ranks, prepared: Prepared, model: EncoderDecoder,
             valid: list[tuple[str, str]], optimizer: torch.optim.Optimizer, scheduler: Any,
             stream: BatchStream, progress: FitProgress) -> CheckpointKeeper:
     config, options = prepared.config, prepared.options
@@ -494,7 +291,7 @@ def _keeper(call: _Call, ranks: Ranks, prepared: Prepared, model: EncoderDecoder
         history=history, log=call.log)
 
 
-def _fit(call: _Call, ranks: Ranks, prepared: Prepared, model: nn.Module,
+def _fit(call: TrainCall, ranks: Ranks, prepared: Prepared, model: nn.Module,
          optimizer: torch.optim.Optimizer, scheduler: Any, stream: BatchStream,
          progress: FitProgress, keeper: CheckpointKeeper) -> FitProgress:
     config, options = prepared.config, prepared.options
@@ -509,7 +306,8 @@ def _fit(call: _Call, ranks: Ranks, prepared: Prepared, model: nn.Module,
         label_smoothed_kl, padding_idx=PAD, smoothing=config.smoothing))
     callbacks = [keeper.metrics, StopWhen(ranks, config.max_minutes, call.should_stop, call.log)]
     if call.progress and progress.step < config.max_steps:
-        callbacks.append(_Bar(config.max_steps, progress.step, stream, keeper))
+        callbacks.append(ProgressBar(config.max_steps, progress.step, lambda: stream.epoch,
+                                     keeper.due))
     callbacks += [keeper, EarlyStopping(keeper.history, ranks, metric=options.best_metric,
                                         patience=options.patience,
                                         save_every=config.save_every, log=call.log)]
@@ -522,41 +320,21 @@ def _fit(call: _Call, ranks: Ranks, prepared: Prepared, model: nn.Module,
                    scaler=torch.amp.GradScaler("cuda") if call.amp == "fp16" else None)
     except TrainingDiverged as error:
         last = checkpoint_paths(call.folder)
-        kept = f"; {call.folder / CHECKPOINTS} keeps step {step_of(last[-1])}" if last else ""
+        kept = f"; {call.folder / files.CHECKPOINTS} keeps step {files.step_of(last[-1])}" if last else ""
         raise TrainingDiverged(
             f"training diverged at step {progress.step + 1}: {error.reason}; no update was made "
             f"from it and nothing was saved{kept}; lower the learning rate (factor) or check "
             "the data", reason=error.reason, keywords=("factor",)) from None
 
 
-class _Bar:
-    """A progress bar of steps on stderr, cleared before a checkpoint's log line."""
-
-    def __init__(self, total: int, initial: int, stream: BatchStream,
-                 keeper: CheckpointKeeper) -> None:
-        from tqdm.auto import tqdm
-
-        self.bar, self.stream, self.keeper = tqdm(total=total, initial=initial, desc="train",
-                                                  unit="step"), stream, keeper
-
-    def on_step(self, progress: FitProgress) -> None:
-        self.bar.update(1)
-        self.bar.set_postfix(loss=f"{progress.loss:.3f}", epoch=self.stream.epoch, refresh=False)
-        if self.keeper.due(progress):
-            self.bar.clear()
-
-    def on_end(self, progress: FitProgress) -> None:
-        self.bar.close()
-
-
-def _final(call: _Call, ranks: Ranks, prepared: Prepared, model: EncoderDecoder,
+def _final(call: TrainCall, ranks: Ranks, prepared: Prepared, model: EncoderDecoder,
            progress: FitProgress, history: list[dict[str, Any]], skipped: int) -> TranslationRun:
     """The final model, written by process 0 as `model.pt` and read by the others."""
     if ranks.rank > 0:
         problem = ranks.share(None)
         if problem:
             raise TrainingDiverged(problem)
-        final, meta = load_checkpoint(call.folder / MODEL_FILE)
+        final, meta = files.load_checkpoint(call.folder / files.MODEL_FILE)
         model.load_state_dict(final.state_dict())
         averaged = list(meta.get("averaged", []))
     else:
@@ -575,18 +353,18 @@ def _write_final_model(model: nn.Module, folder: Path, tokenizer: SharedTokenize
                        average: int, keep_best: bool) -> tuple[list[int], str | None]:
     """Load the best checkpoint, or the average of the last `average`, into `model` and write
     it as `model.pt`: `(the steps it comes from, None)`, or `(steps, why it was not written)`."""
-    best_path = folder / CHECKPOINTS / BEST_FILE
+    best_path = folder / files.CHECKPOINTS / files.BEST_FILE
     if keep_best and best_path.is_file():
-        best_model, meta = load_checkpoint(best_path)
+        best_model, meta = files.load_checkpoint(best_path)
         model.load_state_dict(best_model.state_dict())
         averaged = [int(meta["steps"])]
     else:
         kept_paths = checkpoint_paths(folder)[-average:]
-        load_model_state(model, average_checkpoints(kept_paths), "the averaged checkpoints")
-        averaged = [step_of(p) for p in kept_paths]
+        files.load_model_state(model, average_checkpoints(kept_paths), "the averaged checkpoints")
+        averaged = [files.step_of(p) for p in kept_paths]
     if not all(bool(torch.isfinite(p).all()) for p in model.parameters()):
         return averaged, (f"the final model of step {step} holds non-finite weights; "
-                          f"{MODEL_FILE} was not written")
-    save_checkpoint(folder / MODEL_FILE, model, steps=step, averaged=averaged,
+                          f"{files.MODEL_FILE} was not written")
+    files.save_checkpoint(folder / files.MODEL_FILE, model, steps=step, averaged=averaged,
                     tokenizer=tokenizer.tokenizer.to_str())
     return averaged, None
