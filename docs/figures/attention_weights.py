@@ -51,7 +51,6 @@ def draw() -> Figure:
     fig, axes = plt.subplots(1, 2, figsize=(4.85, 2.75))
     heatmap(axes[0], scaled, tokens, "score ÷ √d_k", "g", "Blues")
     heatmap(axes[1], weights, tokens, "weight", ".2f", "Oranges")
-    axes[1].set_yticklabels([])
     axes[0].set_ylabel("query", fontsize=FONT)
     fig.tight_layout(w_pad=0.6)
     return fig
