@@ -307,17 +307,16 @@ def run_epoch(
     return total_loss / total_tokens, state
 
 
+_END = object()
+
+
 @dataclass
 class FitProgress:
-    """Where [`fit`][vanilla_transformer.training.loop.fit] is, as its callbacks see it.
-
-    Attributes:
-        step: optimizer steps done in all (resumed ones included).
-        losses: the mean loss per token of every step.
-        seconds: training time in all (resumed runs included).
-        stop: why training ends early, set by a callback: `""` (it does not), or a reason
-            such as `"interrupted"`, `"time"` or `"patience"`.
-        counts: the counts of `run_epoch` (batches, samples, tokens) of this call.
+    """Where [`fit`][vanilla_transformer.training.loop.fit] is, as its callbacks see it: the
+    optimizer steps done in all (resumed ones included), the loss of every step, the training
+    seconds in all, why training ends early (`stop`, set by a callback: `""` while it does not,
+    or a reason such as `"interrupted"`, `"time"` or `"patience"`) and `run_epoch`'s counts
+    of this call.
     """
 
     step: int = 0
@@ -361,9 +360,6 @@ def fit(
         progress: where a resumed run starts (its steps, losses and seconds).
         bar, total, desc: `run_epoch`'s progress bar.
 
-    Returns:
-        The `FitProgress` at the end.
-
     Examples:
         >>> from vanilla_transformer.training import LabelSmoothing, SimpleLossCompute
         >>> model = make_model(5, 5, N=1, d_model=16, d_ff=32, h=2, dropout=0.0)
@@ -377,8 +373,10 @@ def fit(
     start = time.perf_counter() - progress.seconds
 
     def stream() -> Iterator[Any]:
-        for batch in batches:
-            if progress.stop:
+        iterator = iter(batches)
+        while not progress.stop:  # checked before a batch is drawn
+            batch = next(iterator, _END)
+            if batch is _END:
                 return
             yield batch
 

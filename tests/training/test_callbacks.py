@@ -1,0 +1,131 @@
+"""The loop's callbacks, each on its own: fit's stop, the metrics log, the stop, the validator,
+the checkpoint keeper and early stopping."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from vanilla_transformer import data_gen, make_model
+from vanilla_transformer.data.tokenizer import train_tokenizer
+from vanilla_transformer.training import LabelSmoothing, SimpleLossCompute
+from vanilla_transformer.training.callbacks import (
+    CheckpointKeeper,
+    EarlyStopping,
+    MetricsLog,
+    StopWhen,
+    Validator,
+)
+from vanilla_transformer.training.checkpoints import checkpoint_paths, load_train_state
+from vanilla_transformer.training.loop import FitProgress, fit
+from vanilla_transformer.training.ranks import Ranks
+
+
+def _tiny(vocab=5):
+    torch.manual_seed(0)
+    model = make_model(vocab, vocab, N=1, d_model=16, d_ff=32, h=2, dropout=0.0)
+    return model, torch.optim.Adam(model.parameters(), lr=1e-3)
+
+
+class _StopAt:
+    def __init__(self, step):
+        self.step, self.ends = step, 0
+
+    def on_step(self, progress):
+        if progress.step == self.step:
+            progress.stop = "asked"
+
+    def on_end(self, progress):
+        self.ends += 1
+
+
+def test_fit_draws_no_batch_after_a_stop_and_ends_every_callback():
+    model, optimizer = _tiny()
+    drawn = []
+    batches = (drawn.append(b) or b for b in data_gen(5, 2, 20, seq_len=4, seed=0))
+    stop = _StopAt(3)
+    done = fit(batches, model, SimpleLossCompute(model.generator, LabelSmoothing(5, 0)),
+               optimizer, callbacks=[stop], accum_iter=2)
+    assert (done.step, done.stop, len(done.losses), stop.ends) == (3, "asked", 3, 1)
+    assert len(drawn) == 6  # three windows of two: the seventh batch was never drawn
+
+
+def test_the_metrics_log_writes_every_few_steps(tmp_path):
+    _, optimizer = _tiny()
+    log = MetricsLog(tmp_path, Ranks(), optimizer, every=2, resumed_at=None, tensorboard=False)
+    progress = FitProgress()
+    for step in range(1, 6):
+        progress.step, progress.losses = step, [*progress.losses, float(step)]
+        progress.counts.tokens = 10 * step
+        log.on_step(progress)
+    lines = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [line["step"] for line in lines] == [2, 4]
+    assert [line["loss"] for line in lines] == [1.5, 3.5]  # the mean since the last line
+
+
+def test_stop_when_asked_or_late():
+    progress = FitProgress(step=1)
+    StopWhen(Ranks(), None, lambda: True, print).on_step(progress)
+    assert progress.stop == "interrupted"
+    lines = []
+    progress = FitProgress(step=1)
+    StopWhen(Ranks(), 0.0, lambda: False, lines.append).on_step(progress)
+    assert progress.stop == "time" and "at step 1" in lines[0]
+
+
+def test_the_validator_decodes_where_the_model_is():
+    pairs = [("one", "eins"), ("two", "zwei")]
+    tokenizer = train_tokenizer([s for p in pairs for s in p], vocab_size=30)
+    model, _ = _tiny(tokenizer.vocab_size)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the model was moved")
+
+    model.to = model.cpu = model.cuda = refuse
+    scores = Validator(model, tokenizer, pairs).scores()
+    assert set(scores) == {"valid_exact", "valid_bleu", "valid_chrf"}
+    assert model.training  # back to training mode after decoding
+    assert Validator(model, tokenizer, []).scores() == {}
+
+
+def _keeper(tmp_path, model, optimizer, history, **kwargs):
+    (tmp_path / "checkpoints").mkdir(exist_ok=True)
+    metrics = MetricsLog(tmp_path, Ranks(), optimizer, every=100, resumed_at=None,
+                         tensorboard=False)
+    options = dict(save_every=2, max_steps=6, average=2, keep_best=None)
+    state = {"config": model.config.to_dict(), "optimizer": {}, "scheduler": {}, "epoch": 0,
+             "position": 0}
+    return CheckpointKeeper(tmp_path, model, Ranks(), validator=Validator(model, None, []),
+                            metrics=metrics, state=lambda: state, history=history,
+                            log=lambda line: None, **{**options, **kwargs})
+
+
+def test_the_checkpoint_keeper_keeps_the_last_saves_and_drops_a_stop_between_them(tmp_path):
+    model, optimizer = _tiny()
+    keeper = _keeper(tmp_path, model, optimizer, [])
+    for step, stop in ((1, ""), (2, ""), (3, "interrupted"), (4, ""), (5, ""), (6, "")):
+        progress = FitProgress(step=step, losses=[1.0] * step, stop=stop)
+        assert keeper.due(progress) == (step % 2 == 0 or step == 6 or bool(stop))
+        keeper.on_step(progress)
+    assert [p.name for p in checkpoint_paths(tmp_path)] == ["step-0000004.pt", "step-0000006.pt"]
+    state = load_train_state(checkpoint_paths(tmp_path)[-1])
+    assert state["step"] == 6 and [h["step"] for h in state["history"]] == [2, 3, 4, 6]
+
+
+@pytest.mark.parametrize("scores, patience, stops_at", [
+    ([50, 80, 60, 70], 2, 8), ([50, 80, 60, 90], 2, None), ([50, 80, 60, 70], None, None)])
+def test_early_stopping_after_patience_validations_without_a_better_score(scores, patience,
+                                                                          stops_at):
+    history = []
+    stopping = EarlyStopping(history, Ranks(), metric="exact", patience=patience, save_every=2,
+                             log=lambda line: None)
+    stopped = None
+    for i, score in enumerate(scores, 1):
+        history.append({"step": 2 * i, "valid_exact": score})
+        progress = FitProgress(step=2 * i)
+        stopping.on_step(progress)
+        if progress.stop and stopped is None:
+            stopped = progress.step
+    assert stopped == stops_at
