@@ -81,7 +81,7 @@ def test_inputs_skip_non_tensors_and_keep_masks():
 
 def test_fn_traces_decode_and_generator():
     model = tiny_model()
-    src, tgt, src_mask, tgt_mask = copy_inputs(5)
+    src, tgt, src_mask, _ = copy_inputs(5)
     memory = model.encode(src, src_mask)
     records = trace_shapes(model, memory, src_mask, tgt[:, :3], subsequent_mask(3), fn=model.decode)
     assert {r.path.split(".")[0] for r in records} == {"tgt_embed", "decoder"}
@@ -227,4 +227,5 @@ def test_format_shape_table_alignment():
     assert all(line == line.rstrip() for line in lines)
     short = format_shape_table(records, inputs=False)
     assert "inputs" not in short.splitlines()[0]
-    assert format_shape_table([ShapeRecord("x", "M", (), None)]).splitlines()[1].split() == ["x", "M", "-", "-"]
+    table = format_shape_table([ShapeRecord("x", "M", (), None)])
+    assert table.splitlines()[1].split() == ["x", "M", "-", "-"]

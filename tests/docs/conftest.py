@@ -58,7 +58,7 @@ class _SiteHandler(http.server.SimpleHTTPRequestHandler):
     `site_url` looks like; the other files are served as built.
     """
 
-    def do_GET(self):  # noqa: N802 - the base class's name
+    def do_GET(self):
         if urlsplit(self.path).path == "/sitemap.xml":
             sitemap = Path(self.directory, "sitemap.xml").read_text(encoding="utf-8")
             locations = re.findall(r"<loc>([^<]+)</loc>", sitemap)

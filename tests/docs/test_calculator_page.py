@@ -9,12 +9,11 @@ bad input is named, and that the form fits a phone in both colour schemes.
 
 from __future__ import annotations
 
+import json
 import random
+from pathlib import Path
 
 import pytest
-
-import json
-from pathlib import Path
 
 from vanilla_transformer.analysis import forward_flops, memory_estimate, parameter_count
 from vanilla_transformer.model.config import PAPER_OPTIONS, PRESETS

@@ -176,7 +176,8 @@ def problems_in(path: Path) -> list[str]:
         if fence.quoted:
             problems.append(f"{where}: a ```python block inside a blockquote is not run by the tests")
             continue
-        joined = fence.runs and fence.head.lineno in heads and any(fence.body in b.code for b in python_blocks)
+        joined = (fence.runs and fence.head.lineno in heads
+                  and any(fence.body in b.code for b in python_blocks))
         if not joined:
             problems.append(
                 f"{where}: this ```python block is not run by the tests (read as the expected output "

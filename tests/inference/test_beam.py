@@ -267,8 +267,8 @@ def test_scores_and_hypotheses_are_consistent():
     vocab = 9
     model = peaky_model(5, vocab)
     src, mask = sources(5, vocab)
-    tokens, scores, hyps = beam_search(model, src, mask, 6, START, END, beam_size=4,
-                                       return_all=True)
+    _, scores, hyps = beam_search(model, src, mask, 6, START, END, beam_size=4,
+                                  return_all=True)
     for b, row in enumerate(hyps):
         assert 1 <= len(row) <= 4 and all(isinstance(h, Hypothesis) for h in row)
         assert [h.score for h in row] == sorted((h.score for h in row), reverse=True)

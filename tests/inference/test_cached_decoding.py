@@ -7,8 +7,8 @@ import torch
 
 from vanilla_transformer import MultiHeadedAttention, greedy_decode, keep_attention, make_model
 from vanilla_transformer.data import heldout_sequences
-from vanilla_transformer.training import COPY_MODEL, CopyTaskConfig, train_copy_model
 from vanilla_transformer.model import subsequent_mask
+from vanilla_transformer.training import COPY_MODEL, CopyTaskConfig, train_copy_model
 
 PAD, START = 0, 1
 V = 11

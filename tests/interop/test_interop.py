@@ -14,18 +14,20 @@ import torch
 from torch import nn
 
 from vanilla_transformer import Batch, collate_batch, keep_attention, make_model
-from vanilla_transformer.model import MultiHeadedAttention
-from vanilla_transformer.model import DecoderLayer
-from vanilla_transformer.model import EncoderLayer
 from vanilla_transformer.interop import (
     TorchMasks,
     batch_masks_to_torch,
     forward_with_torch_masks,
     load_from_torch,
     to_torch,
+    torch_masks_to_keep,
 )
-from vanilla_transformer.model import PositionwiseFeedForward
-from vanilla_transformer.interop import torch_masks_to_keep
+from vanilla_transformer.model import (
+    DecoderLayer,
+    EncoderLayer,
+    MultiHeadedAttention,
+    PositionwiseFeedForward,
+)
 
 TOL = 1e-5
 

@@ -88,7 +88,7 @@ def _max_diff(a, b):
 
 def test_graphs_have_the_documented_inputs_outputs_and_dynamic_axes(exported):
     encoder, decoder = exported[1]
-    io = lambda args: [(a.name, a.type, a.shape) for a in args]  # noqa: E731
+    io = lambda args: [(a.name, a.type, a.shape) for a in args]
     assert io(encoder.get_inputs()) == [("src", "tensor(int64)", ["batch", "src_len"]),
                                         ("src_mask", "tensor(bool)", ["batch", 1, "src_len"])]
     assert io(encoder.get_outputs()) == [("memory", "tensor(float)", ["batch", "src_len", 32])]

@@ -2,7 +2,6 @@
 
 import math
 
-import pytest
 import torch
 
 from vanilla_transformer import Embeddings, Generator, PositionalEncoding, sinusoid_table

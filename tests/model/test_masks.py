@@ -7,7 +7,6 @@ from hypothesis import strategies as st
 
 from vanilla_transformer.model import as_keep_mask, make_model, padding_mask, subsequent_mask
 
-
 # --- subsequent_mask, padding_mask, as_keep_mask --------------------------------------------
 
 

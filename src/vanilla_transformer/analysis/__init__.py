@@ -1,19 +1,19 @@
 """Analysis: parameter, FLOP and memory counts without building a model, and shape tracing."""
 
+from .flops import FLOP_FORMULA, FlopCount, forward_flops, forward_flops_for
+from .memory import MemoryEstimate, dtype_bytes, format_bytes, memory_estimate, memory_estimate_for
 from .parameters import (
     PARAMETER_FORMULA,
     Component,
-    ParameterCount,
-    parameter_count_for,
-    parameter_count,
     ModuleCount,
+    ParameterCount,
     count_parameters,
-    source_terms,
+    parameter_count,
+    parameter_count_for,
     source_closed_form,
+    source_terms,
 )
-from .flops import FLOP_FORMULA, FlopCount, forward_flops_for, forward_flops
-from .memory import dtype_bytes, format_bytes, MemoryEstimate, memory_estimate_for, memory_estimate
-from .tracing import Shape, OutputShape, ShapeRecord, trace_shapes, format_shape_table
+from .tracing import OutputShape, Shape, ShapeRecord, format_shape_table, trace_shapes
 
 __all__ = [
     "PARAMETER_FORMULA",

@@ -21,7 +21,17 @@ from .._checks import check_non_negative_int, check_positive_int
 from ..model.config import ModelConfig
 from ._table import Breakdown, Component, describe, format_table
 
-__all__ = ['PARAMETER_FORMULA', 'Component', 'ParameterCount', 'parameter_count_for', 'parameter_count', 'ModuleCount', 'count_parameters', 'source_terms', 'source_closed_form']
+__all__ = [
+    "PARAMETER_FORMULA",
+    "Component",
+    "ParameterCount",
+    "parameter_count_for",
+    "parameter_count",
+    "ModuleCount",
+    "count_parameters",
+    "source_terms",
+    "source_closed_form",
+]
 
 PARAMETER_FORMULA = (
     r"P = N\,(12d^2 + 4d\,d_{ff} + 2d_{ff} + 24d) + 4fd + V_{src}\,d"

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 import torch
 from torch import nn
@@ -25,7 +25,7 @@ __all__ = ['Shape', 'OutputShape', 'ShapeRecord', 'trace_shapes', 'format_shape_
 Shape = tuple[int, ...]
 """A tensor shape as a plain tuple of ints, e.g. `(1, 10, 512)`."""
 
-OutputShape = Union[Shape, tuple[Shape, ...], None]
+OutputShape = Shape | tuple[Shape, ...] | None
 """A module output's shape: one `Shape`, a tuple of them, or `None` when it returned no tensor."""
 
 

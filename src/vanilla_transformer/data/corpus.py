@@ -8,7 +8,7 @@ are memory-mapped, never read whole:
 | file | holds |
 | --- | --- |
 | `src.bin`, `tgt.bin` | every pair's ids, one after the other (int32, no special tokens) |
-| `src_offsets.bin`, `tgt_offsets.bin` | where pair `i` starts and ends: `offsets[i]`, `offsets[i + 1]` (int64) |
+| `src_offsets.bin`, `tgt_offsets.bin` | pair `i` runs from `offsets[i]` to `offsets[i + 1]` (int64) |
 | `corpus.json` | the number of pairs and tokens, and what the ids were made from |
 
 [`StreamingTokenBatches`][vanilla_transformer.data.corpus.StreamingTokenBatches] then collates
@@ -259,7 +259,7 @@ def _word_encoder(tokenizer: SharedTokenizer) -> Callable[[list[str]], list[list
 
 
 def _write_ids(path: Path, tokenizer: SharedTokenizer, out: Path, chunk_size: int) -> dict[str, Any]:
-    files = [open(out / name, "wb") for name in _FILES]
+    files = [open(out / name, "wb") for name in _FILES]  # noqa: SIM115 - closed in `finally`
     src_f, tgt_f, src_off_f, tgt_off_f = files
     ends = [0, 0]
     pairs = 0

@@ -109,7 +109,7 @@ class SharedTokenizer:
 
         try:
             tokenizer = Tokenizer.from_file(os.fspath(path))
-        except Exception as error:  # tokenizers raises a plain Exception for a bad file
+        except Exception as error:  # noqa: BLE001 - tokenizers raises a plain Exception
             raise ValueError(f"{os.fspath(path)}: not a tokenizer file ({error})") from None
         return cls(tokenizer)
 

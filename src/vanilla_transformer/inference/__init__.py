@@ -1,8 +1,8 @@
 """Inference: greedy decoding and beam search, both able to use the key/value cache, and translating
 and scoring sentences with a trained model."""
 
+from .beam import Hypothesis, beam_search, length_penalty, sequence_log_prob
 from .greedy import embed_last_position, greedy_decode
-from .beam import Hypothesis, length_penalty, sequence_log_prob, beam_search
 
 __all__ = [
     "embed_last_position",
@@ -13,6 +13,6 @@ __all__ = [
     "beam_search",
 ]
 
-from .evaluate import translate_sentences, translate_ids, TranslationScores, score_translations
+from .evaluate import TranslationScores, score_translations, translate_ids, translate_sentences
 
 __all__ += ["translate_sentences", "translate_ids", "TranslationScores", "score_translations"]

@@ -211,7 +211,8 @@ def beam_search(
 
     Raises:
         ValueError: if `max_len` or `beam_size` is not a positive int, `beam_size` is above
-            `MAX_BEAM_SIZE` (1024), `length_penalty` is negative, or `src`, `src_mask` or a symbol is invalid (see
+            `MAX_BEAM_SIZE` (1024), `length_penalty` is negative, `src`, `src_mask` or a
+            symbol is invalid (see
             [`greedy_decode`][vanilla_transformer.inference.greedy.greedy_decode]), or the
             model's scores for a row are not finite (NaN weights, say).
         TypeError: for an argument of the wrong type.
@@ -269,10 +270,7 @@ def beam_search(
         candidates = (scores.view(-1, 1) + logp).view(batch, k * vocab)
         top, index = candidates.topk(min(2 * k, k * vocab), dim=1)  # best first
         beam, token = index // vocab, index % vocab  # (batch, 2k)
-        if end_symbol is None:
-            ends = torch.zeros_like(token, dtype=torch.bool)
-        else:
-            ends = token == end_symbol
+        ends = torch.zeros_like(token, dtype=torch.bool) if end_symbol is None else token == end_symbol
         last = t == max_len - 1
         penalty = ((5.0 + t) / 6.0) ** alpha
         # the best k extensions that did not end stay alive

@@ -15,7 +15,6 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import torch
-from torch import nn
 
 from .._checks import check_non_negative_int, check_positive_int
 from ..data.batching import pad_sequences

@@ -23,6 +23,6 @@ __all__ = [
     "to_torch",
 ]
 
-from .onnx import export_onnx, greedy_decode_onnx  # noqa: E402
+from .onnx import export_onnx, greedy_decode_onnx
 
 __all__ += ["export_onnx", "greedy_decode_onnx"]

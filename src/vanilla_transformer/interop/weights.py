@@ -182,7 +182,8 @@ def _copy(pairs: Iterator[tuple[torch.Tensor, torch.Tensor]]) -> None:
 def load_from_torch(model: nn.Module, torch_module: nn.Module) -> nn.Module:
     """Copy the weights of a `torch.nn` transformer module into the package's equivalent.
 
-    Works on matching pairs: an [`EncoderDecoder`][vanilla_transformer.model.encoder_decoder.EncoderDecoder] and
+    Works on matching pairs: an
+    [`EncoderDecoder`][vanilla_transformer.model.encoder_decoder.EncoderDecoder] and
     an `nn.Transformer`, an `Encoder` and an `nn.TransformerEncoder`, a `Decoder` and an
     `nn.TransformerDecoder`, an `EncoderLayer` and an `nn.TransformerEncoderLayer`, a
     `DecoderLayer` and an `nn.TransformerDecoderLayer`, a `MultiHeadedAttention` and an
@@ -298,7 +299,8 @@ def _build_torch(ours: nn.Module, allow_no_final_norm: bool) -> nn.Module:
 def to_torch(model: nn.Module, *, allow_no_final_norm: bool = False) -> nn.Module:
     """Build the `torch.nn` module that computes what a package module computes.
 
-    An [`EncoderDecoder`][vanilla_transformer.model.encoder_decoder.EncoderDecoder] becomes an `nn.Transformer`
+    An [`EncoderDecoder`][vanilla_transformer.model.encoder_decoder.EncoderDecoder] becomes an
+    `nn.Transformer`
     holding its encoder and decoder stacks (not the embeddings or generator, which
     `nn.Transformer` does not have); an `Encoder`, `Decoder`, `EncoderLayer`, `DecoderLayer` or
     `MultiHeadedAttention` becomes its `torch.nn` counterpart. The result has `batch_first=True`,
