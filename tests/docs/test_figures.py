@@ -167,3 +167,45 @@ def test_figure_scripts_label_the_ticks_of_every_heatmap():
                         f"{script.name}: a heatmap without tick labels"
                     )
         plt.close(fig)
+
+
+@pytest.fixture(scope="module")
+def attention_example():
+    return runpy.run_path(str(FIGURES / "attention_projection.py"))["example"]()
+
+
+def test_attention_page_and_figures_share_the_worked_example(attention_example):
+    """The lesson's first block types X and the three matrices; its figures draw from
+    attention_projection.py. Both must be the same example."""
+    import contextlib
+    import io
+
+    from pytest_codeblocks import extract_from_file
+
+    first = extract_from_file(DOCS / "learn" / "attention.md")[0]
+    namespace: dict = {}
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec(first.code, namespace)
+    for name in ("X", "W_Q", "W_K", "W_V", "Q", "K", "V"):
+        assert torch.equal(namespace[name], attention_example[name]), name
+
+
+def test_attention_example_agrees_with_pytorch(attention_example):
+    ex = attention_example
+    Q, K, V = ex["Q"], ex["K"], ex["V"]
+    weights = (Q @ K.T / math.sqrt(K.size(-1))).softmax(dim=-1)
+    expected = torch.nn.functional.scaled_dot_product_attention(Q, K, V)
+    assert torch.allclose(weights @ V, expected, atol=1e-6)
+    one = weights[ex["query"]]
+    assert ex["tokens"][int(one.argmax())] == "forty"
+    assert ex["tokens"][int(one.argmin())] == "hundred"
+
+
+def test_task_alignment_lines_cross():
+    """The translator's last decoder layer reads `one` for `ein` and `forty-` for `undvierzig`:
+    the German says the units first, so the two lines of the figure cross."""
+    weights, written, read = runpy.run_path(str(FIGURES / "task_alignment.py"))["cross_weights"]()
+    ein, tens = written.index("ein"), written.index("undvierzig")
+    assert read[int(weights[ein].argmax())] == "one"
+    assert read[int(weights[tens].argmax())] == "▁forty-"
+    assert ein < tens and read.index("one") > read.index("▁forty-")
