@@ -316,6 +316,15 @@ def case_resume_with_settings_of_the_wrong_type(data, run, tmp_path):
     return _train(data, run, "--resume", *TINY)
 
 
+def case_resume_with_an_unknown_option(data, run, tmp_path):
+    _edit_config(run, options={"log_every": 2, "bogus": 1})
+    return _train(data, run, "--resume", "--max-steps", "6", *TINY)
+
+
+def case_an_alpha_that_is_not_a_number(data, run, tmp_path):
+    return ["translate", str(run), "--alpha", "nan", "one"]
+
+
 def case_a_renamed_checkpoint(data, run, tmp_path):
     newest = sorted((run / "checkpoints").glob("step-*.pt"))[-1]
     newest.rename(run / "checkpoints" / "step-0000009.pt")
@@ -392,6 +401,8 @@ CASES = [
     (case_resume_with_a_data_fingerprint_of_another_shape, 2, "holds a str as its 'data'"),
     (case_resume_with_options_of_another_shape, 2, "holds a list as its 'options'"),
     (case_resume_with_settings_of_the_wrong_type, 2, "holds bad training settings"),
+    (case_resume_with_an_unknown_option, 2, "unknown RunOptions settings ['bogus']"),
+    (case_an_alpha_that_is_not_a_number, 2, "--alpha must be a finite number >= 0, got nan"),
     (case_a_renamed_checkpoint, 2, "not the step its name says"),
     (case_a_full_disk, 1, "No space left on device"),
     (case_a_checkpoint_that_does_not_read_back, 1, "does not read back"),

@@ -182,6 +182,8 @@ def run_numbers(args: argparse.Namespace) -> int:
 def _load(args: argparse.Namespace) -> tuple[Any, Any]:
     if not 0 < args.beam <= MAX_BEAM:
         raise ValueError(f"--beam must be positive and at most {MAX_BEAM}, got {args.beam}")
+    if not 0 <= args.alpha < float("inf"):  # NaN included
+        raise ValueError(f"--alpha must be a finite number >= 0, got {args.alpha}")
     from ..training.ranks import amp_context, resolve_device
     from ..training.run_folder import load_translator
 

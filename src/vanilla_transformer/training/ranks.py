@@ -20,8 +20,17 @@ import torch.distributed as dist
 
 from ..config import AMP_MODES, DEVICES, ModelConfig
 
-__all__ = ["ProcessZeroError", "Ranks", "check_timeout", "start_group", "nccl_device", "join",
+__all__ = ["RefusalError", "ProcessZeroError", "Ranks", "check_timeout", "start_group", "nccl_device", "join",
            "leave", "all_ranks_sum", "resolve_device", "amp_context", "check_fits_memory"]
+
+
+class RefusalError(ValueError):
+    """A run refused; `keywords` are the arguments its message names as `name` or `name=value`
+    (a command line turns them into its flags)."""
+
+    def __init__(self, message: str, *keywords: str) -> None:
+        super().__init__(message)
+        self.keywords = keywords
 
 
 class ProcessZeroError(ValueError):
@@ -146,10 +155,9 @@ def join(distributed: bool, timeout: float | datetime.timedelta,
     wait = check_timeout(timeout)
     if not distributed:
         return Ranks(), False, device
-    owns = start_group("nccl" if device.type == "cuda" else "gloo", wait, ValueError(
-        "distributed training needs the environment torchrun sets (RANK, WORLD_SIZE, "
-        "MASTER_ADDR, MASTER_PORT): start it as 'torchrun --standalone --nproc-per-node K "
-        "-m vanilla_transformer translate train --distributed ...'"))
+    owns = start_group("nccl" if device.type == "cuda" else "gloo", wait, RefusalError(
+        "distributed=True needs the environment torchrun sets (RANK, WORLD_SIZE, MASTER_ADDR, "
+        "MASTER_PORT): start every process with torchrun", "distributed"))
     gpu = nccl_device()
     device = device if gpu is None else gpu
     collectives = torch.device("cpu") if gpu is None else gpu

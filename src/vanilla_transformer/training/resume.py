@@ -162,8 +162,8 @@ def prepare_resumed(folder: Path, *, preset: str | None, model_options: dict[str
     training.update(changes)
     if "max_minutes" not in changes and not config.max_minutes:
         training["max_minutes"] = None  # a time limit is for one call
-    run_options = _settings(saved, "options", lambda d: RunOptions(**{**settings.RUN_OPTIONS, **{
-        k: v for k, v in d.items() if k in settings.RUN_OPTIONS}, **options}), folder)
+    run_options = _settings(saved, "options", lambda d: RunOptions.from_dict(
+        {**settings.RUN_OPTIONS, **d, **options}), folder)
     restart = _data_changed(saved.get("data"), fingerprint, new_data)
     return Prepared(saved_preset, model_config, TranslationConfig(**training), run_options,
                     tokenizer, state, restart)

@@ -44,6 +44,7 @@ from .checkpoints import (
     naming,
     write_json,
 )
+from .ranks import RefusalError
 
 if TYPE_CHECKING:
     from ..data.tokenizer import SharedTokenizer
@@ -62,15 +63,6 @@ STAGED_IDS = ".ids-staged"
 
 _RUN_FILES = (MODEL_FILE, TOKENIZER_FILE, CONFIG_FILE, METRICS_FILE, CHECKPOINTS, LOCK_FILE)
 _MAX_PID = 2**22  # Linux's largest pid_max
-
-
-class RefusalError(ValueError):
-    """A run refused; `keywords` are the arguments its message names as `name` or `name=value`
-    (a command line turns them into its flags)."""
-
-    def __init__(self, message: str, *keywords: str) -> None:
-        super().__init__(message)
-        self.keywords = keywords
 
 
 def is_run_folder(path: str | os.PathLike[str]) -> bool:
@@ -379,7 +371,7 @@ def load_translator(
         raise ValueError(f"{str(path)!r} is not a trained model: no such folder")
     if not (path / TOKENIZER_FILE).is_file() or not (path / MODEL_FILE).is_file():
         raise ValueError(f"{str(path)!r} is not a trained model: it lacks {TOKENIZER_FILE} or "
-                         f"{MODEL_FILE} (train one with 'translate train --out {path}')")
+                         f"{MODEL_FILE} (a run that has finished training holds both)")
     tokenizer_path, model_path = str(path / TOKENIZER_FILE), str(path / MODEL_FILE)
     try:
         model, metadata = load_checkpoint(path / MODEL_FILE)
