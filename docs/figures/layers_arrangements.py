@@ -84,7 +84,7 @@ def arrangement(ax: plt.Axes, norm_first: bool) -> None:
 
 
 def draw() -> plt.Figure:
-    fig, axes = plt.subplots(1, 2, figsize=(4.9, 4.2), layout="constrained")
+    fig, axes = plt.subplots(1, 2, figsize=(4.9, 3.8), layout="constrained")
     arrangement(axes[0], norm_first=False)
     arrangement(axes[1], norm_first=True)
     return fig

@@ -39,7 +39,7 @@ def hidden() -> tuple[list[str], torch.Tensor]:
 
 def draw() -> plt.Figure:
     tokens, h = hidden()
-    fig, ax = plt.subplots(figsize=(4.6, 2.9), layout="constrained")
+    fig, ax = plt.subplots(figsize=(4.6, 2.6), layout="constrained")
     ax.imshow(h.tolist(), aspect="auto", cmap="Blues", interpolation="nearest",
               vmin=0, vmax=float(h[h > 0].quantile(0.75)))
     d_ff = h.size(1)
