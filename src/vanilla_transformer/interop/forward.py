@@ -77,7 +77,13 @@ def forward_with_torch_masks(
                              f"d_model={d_model}), got {tuple(x.shape)}")
     (batch, S, _), T = src.shape, tgt.size(1)
 
-    def keep(attn_mask, key_padding_mask, query_len, key_len, name):
+    def keep(
+        attn_mask: torch.Tensor | None,
+        key_padding_mask: torch.Tensor | None,
+        query_len: int,
+        key_len: int,
+        name: str,
+    ) -> torch.Tensor | None:
         merged = torch_masks_to_keep(attn_mask, key_padding_mask, num_heads=h)
         return as_keep_mask(merged, batch, query_len, key_len, name)
 

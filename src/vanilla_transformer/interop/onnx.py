@@ -46,7 +46,7 @@ ALL_ATTENTION_OUTPUTS = {
 ATTENTION_MODES = (False, True, "all")
 
 
-def _stacked(attentions: list[torch.Tensor]) -> torch.Tensor:
+def _stacked(attentions: list[Any]) -> torch.Tensor:
     """Kept weights `(batch, h, q, k)` of each layer -> `(batch, N, h, q, k)`."""
     return torch.stack(attentions, dim=1)
 
@@ -101,27 +101,28 @@ def _export_mode(model: EncoderDecoder, keep_all: bool = False) -> Iterator[None
     """Eval mode, the reference attention and LayerNorm everywhere, the last cross-attention's
     weights kept (every attention's with `keep_all`); every flag, mode and kept weight is
     restored on exit."""
-    modes = [(m, m.training) for m in model.modules()]
-    attentions = [m for m in model.modules() if isinstance(m, MultiHeadedAttention)]
-    saved = [(m.fast, m.keep_attn, m.attn) for m in attentions]
-    norms = [(m, m.fast) for m in model.modules() if isinstance(m, LayerNorm)]
+    modes = [(module, module.training) for module in model.modules()]
+    attentions = [a for a in model.modules() if isinstance(a, MultiHeadedAttention)]
+    saved = [(a.fast, a.keep_attn, a.attn) for a in attentions]
+    norms = [(n, n.fast) for n in model.modules() if isinstance(n, LayerNorm)]
     model.eval()
-    for m, _ in norms:
-        m.fast = False  # mean, std and the formula: plain ONNX ops
-    for m in attentions:
-        m.fast = False  # the paper's softmax(QK^T / sqrt(d_k)) V: plain ONNX ops, no SDPA
-    model.decoder.layers[-1].src_attn.keep_attn = True
-    for m in attentions if keep_all else ():
-        m.keep_attn = True
+    for n, _ in norms:
+        n.fast = False  # mean, std and the formula: plain ONNX ops
+    for a in attentions:
+        a.fast = False  # the paper's softmax(QK^T / sqrt(d_k)) V: plain ONNX ops, no SDPA
+    last_cross: Any = model.decoder.layers[-1]
+    last_cross.src_attn.keep_attn = True
+    for a in attentions if keep_all else ():
+        a.keep_attn = True
     try:
         yield
     finally:
-        for m, training in modes:
-            m.training = training
-        for m, (fast, keep, attn) in zip(attentions, saved):
-            m.fast, m.keep_attn, m.attn = fast, keep, attn
-        for m, fast in norms:
-            m.fast = fast
+        for module, training in modes:
+            module.training = training
+        for a, (fast, keep, attn) in zip(attentions, saved):
+            a.fast, a.keep_attn, a.attn = fast, keep, attn
+        for n, fast in norms:
+            n.fast = fast
 
 
 def _check_export_args(model: object, out_dir: object, opset: object, dynamo: bool) -> Path:
@@ -219,8 +220,8 @@ def export_onnx(
     src_mask = torch.ones(batch, 1, src_len, dtype=torch.bool, device=weight.device)
     ys = torch.ones(batch, tgt_len, dtype=torch.long, device=weight.device)
     every = attention_weights == "all"
-    outputs = DECODER_OUTPUTS if attention_weights else DECODER_OUTPUTS[:1]
-    encoder_outputs = ENCODER_OUTPUTS
+    outputs: tuple[str, ...] = DECODER_OUTPUTS if attention_weights else DECODER_OUTPUTS[:1]
+    encoder_outputs: tuple[str, ...] = ENCODER_OUTPUTS
     if every:
         outputs = outputs + ALL_ATTENTION_OUTPUTS["decoder"]
         encoder_outputs = encoder_outputs + ALL_ATTENTION_OUTPUTS["encoder"]
@@ -239,7 +240,7 @@ def export_onnx(
         warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"torch\.onnx")
         warnings.filterwarnings("ignore", message="# The axis name")
         warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)`")
-        warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
+        warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)  # type: ignore[attr-defined]
         warnings.filterwarnings("ignore", message="The tensor attribute")
         encoder = _EncoderGraph(model, attention_weights).eval()
         decoder = _DecoderGraph(model, attention_weights).eval()
