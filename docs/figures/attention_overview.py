@@ -37,9 +37,9 @@ def box(ax: Axes, x: float, y: float, text: str, fill: str) -> None:
 def draw() -> Figure:
     tokens, query = EXAMPLE["TOKENS"], EXAMPLE["QUERY"]
     weights = weights_of_one()
-    fig, ax = EXAMPLE["canvas"](4.7, 2.5)
+    fig, ax = EXAMPLE["canvas"](4.7, 2.3)
     xs = [0.65 + 1.13 * i for i in range(len(tokens))]
-    top, bottom = 2.05, 0.55
+    top, bottom = 1.9, 0.5
     for x, token, w in zip(xs, tokens, weights, strict=True):
         ax.plot([xs[query], x], [top - 0.19, bottom + 0.19], color="#d0701a",
                 linewidth=1 + 14 * w, solid_capstyle="butt", alpha=0.85)

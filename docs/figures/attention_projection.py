@@ -86,7 +86,7 @@ def canvas(width: float, height: float) -> tuple[Figure, Axes]:
 def draw() -> Figure:
     ex = example()
     side = 4 * CELL
-    width, row_h = 4.75, side + 0.5
+    width, row_h = 4.75, side + 0.45
     fig, ax = canvas(width, 3 * row_h + 0.1)
     products = [("Q", "W^Q", W_Q, QUERY_FILL), ("K", "W^K", W_K, KEY_FILL),
                 ("V", "W^V", W_V, VALUE_FILL)]

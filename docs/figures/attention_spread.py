@@ -33,7 +33,7 @@ def dots() -> dict[int, torch.Tensor]:
 
 def draw() -> Figure:
     samples = dots()
-    fig, axes = plt.subplots(2, 1, figsize=(4.7, 3.1))
+    fig, axes = plt.subplots(2, 1, figsize=(4.7, 2.75))
     edges = torch.linspace(-70, 70, 141).tolist()
     for d_k, colour in zip(D_KS, COLOURS, strict=True):
         d = samples[d_k]
