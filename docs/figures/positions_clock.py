@@ -33,7 +33,7 @@ def speeds(d_model: int = D_MODEL) -> list[float]:
 
 def draw() -> Figure:
     pe = sinusoid_table(POSITIONS, D_MODEL)
-    colours = plt.get_cmap("viridis")(np.linspace(0, 0.85, POSITIONS))
+    colours = ["#3b2a7a", "#2f6fb0", "#1b8a6b", "#b8560b", "#8e3a9d"]  # one a position
     fig, axes = plt.subplots(1, 2, figsize=(4.5, 2.8))
     circle = np.linspace(0, 2 * math.pi, 200)
     for ax, pair in zip(axes, PAIRS, strict=True):
