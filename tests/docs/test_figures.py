@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from vanilla_transformer import sinusoid_table
 from vanilla_transformer.model import LayerNorm
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
@@ -89,6 +90,41 @@ def test_figures_draw(name, axes):
     fig = runpy.run_path(str(FIGURES / f"{name}.py"))["draw"]()
     assert len(fig.axes) == axes
     plt.close(fig)
+
+
+def test_heads_cost_counts_the_same_products_for_every_h():
+    cost = runpy.run_path(str(FIGURES / "heads_cost.py"))
+    n, d = 16, 64
+    measured = cost["costs"]((1, 4, 16), n=n, d_model=d)
+    assert measured["projections"] == [4 * 2 * n * d * d] * 3  # four d x d projections
+    assert measured["products"] == [2 * 2 * n * n * d] * 3  # QK^T and weights V
+    assert measured["scores"] == [h * n * n for h in (1, 4, 16)]
+
+
+def test_heads_split_figures_number_heads_from_one_over_consecutive_features():
+    split = runpy.run_path(str(FIGURES / "heads_split.py"))
+    assert split["head_features"](8, 512) == [(64 * i, 64 * i + 63) for i in range(8)]
+    x, heads = runpy.run_path(str(FIGURES / "heads_numbers.py"))["split"]()
+    assert torch.equal(heads, x.view(3, 2, 4).transpose(0, 1))
+
+
+def test_positions_figures_follow_the_formula():
+    clock = runpy.run_path(str(FIGURES / "positions_clock.py"))
+    assert clock["speeds"](8) == pytest.approx([1.0, 0.1, 0.01, 0.001])
+    curves = runpy.run_path(str(FIGURES / "positions_curves.py"))
+    table = sinusoid_table(400, 64)
+    for feature in curves["FEATURES"]:
+        period = curves["wavelength"](feature)
+        omega = 2 * math.pi / period
+        assert torch.allclose(table[:, feature], torch.sin(omega * torch.arange(400.0)), atol=1e-4)
+
+
+def test_positions_scale_compares_the_translator_embedding_with_the_encoding():
+    sizes = list(runpy.run_path(str(FIGURES / "positions_scale.py"))["sizes"]().values())
+    embedding, scaled, encoding = sizes
+    assert scaled == pytest.approx(embedding * math.sqrt(64), rel=1e-5)
+    assert encoding == pytest.approx(1 / math.sqrt(2), rel=1e-5)
+    assert encoding > 5 * embedding  # unscaled, the position would outweigh the token
 
 
 HEATMAP_CALL = re.compile(r"\.(imshow|matshow|pcolormesh)\(")
