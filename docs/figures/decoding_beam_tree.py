@@ -109,7 +109,7 @@ def draw() -> plt.Figure:
     best = sorted(finished, key=lambda f: f[0].score, reverse=True)[:BEAM]
     result = {(n.step, n.parent) for n, _ in best}
     rows = rows[:SHOWN]
-    fig, ax = plt.subplots(figsize=(4.75, 7.4), layout="constrained")
+    fig, ax = plt.subplots(figsize=(4.75, 6.3), layout="constrained")
     ax.set_xlim(-0.55, BEAM - 0.45)
     ax.set_ylim(SHOWN + 0.55, -0.45)
     ax.axis("off")

@@ -34,7 +34,7 @@ def wrong() -> dict[str, list[int]]:
 
 def draw() -> plt.Figure:
     data = wrong()
-    fig, ax = plt.subplots(figsize=(4.7, 2.9), layout="constrained")
+    fig, ax = plt.subplots(figsize=(4.7, 2.5), layout="constrained")
     x = range(len(data["seed"]))
     for shift, key, colour in ((-0.2, "greedy", GREEDY), (0.2, "beam 4", BEAM)):
         bars = ax.bar([i + shift for i in x], data[key], width=0.4, color=colour, label=key)

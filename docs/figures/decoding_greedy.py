@@ -48,7 +48,7 @@ def steps(number: int = NUMBER, k: int = 3) -> list[tuple[str, list[tuple[str, f
 
 def draw() -> plt.Figure:
     data = steps()
-    fig, axes = plt.subplots(len(data), 1, figsize=(4.7, 1.2 * len(data)),
+    fig, axes = plt.subplots(len(data), 1, figsize=(4.65, 1.0 * len(data)),
                              layout="constrained", sharex=True)
     for t, (ax, (prefix, best)) in enumerate(zip(axes, data, strict=True), start=1):
         pieces = [piece for piece, _ in best][::-1]

@@ -23,7 +23,7 @@ CONFIG = RUNS["CONFIG"]
 def draw() -> plt.Figure:
     run = RUNS["copy_run"]()
     steps = range(1, len(run.losses) + 1)
-    fig, ax = plt.subplots(figsize=(4.7, 3.0), layout="constrained")
+    fig, ax = plt.subplots(figsize=(4.7, 2.7), layout="constrained")
     ax.plot(steps, run.losses, lw=1.5, label="loss per token")
     ax.set_yscale("log")
     ax.set_xlabel("optimizer step", fontsize=11)

@@ -18,7 +18,7 @@ D_MODEL, WARMUP, STEPS = 512, 4000, 100_000
 
 def draw() -> plt.Figure:
     steps = list(range(1, STEPS + 1, 50))
-    fig, ax = plt.subplots(figsize=(4.7, 3.0), layout="constrained")
+    fig, ax = plt.subplots(figsize=(4.7, 2.6), layout="constrained")
     ax.plot(steps, [rate(s, D_MODEL, 1.0, WARMUP) * 1e4 for s in steps], lw=2)
     peak = rate(WARMUP, D_MODEL, 1.0, WARMUP) * 1e4
     ax.plot([WARMUP], [peak], "o", color="#d62728")
