@@ -25,11 +25,14 @@ import base64
 import logging
 import posixpath
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.plugins import event_priority
+from mkdocs.structure.files import Files
+from mkdocs.structure.pages import Page
 
 log = logging.getLogger("mkdocs.hooks.lesson_notebooks")
 
@@ -84,7 +87,7 @@ def _markdown_cell(lines: list[str]) -> dict[str, Any] | None:
     return cell
 
 
-def lesson_notebook(markdown: str, link=None) -> list[dict[str, Any]]:
+def lesson_notebook(markdown: str, link: Callable[[str], str] | None = None) -> list[dict[str, Any]]:
     """The cells of a lesson's notebook, from the lesson's Markdown.
 
     Args:
@@ -160,7 +163,7 @@ def lesson_notebook(markdown: str, link=None) -> list[dict[str, Any]]:
     return cells
 
 
-def _link_resolver(page, config: MkDocsConfig, files):
+def _link_resolver(page: Page, config: MkDocsConfig, files: Files) -> Callable[[str], str]:
     """A function that makes a lesson's relative link to a page of the site absolute."""
     base = config.site_url or ""
 
@@ -194,7 +197,7 @@ def on_pre_build(config: MkDocsConfig) -> None:
     _notebooks.clear()
 
 
-def on_page_markdown(markdown: str, page, config: MkDocsConfig, files) -> str:
+def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Files) -> str:
     src_uri = page.file.src_uri
     if is_lesson(src_uri):
         cells = lesson_notebook(markdown, _link_resolver(page, config, files))
@@ -204,7 +207,7 @@ def on_page_markdown(markdown: str, page, config: MkDocsConfig, files) -> str:
     return markdown
 
 
-def on_page_content(html: str, page, config: MkDocsConfig, files) -> str:
+def on_page_content(html: str, page: Page, config: MkDocsConfig, files: Files) -> str:
     if is_lesson(page.file.src_uri):
         return download_button(notebook_name(page.file.src_uri)) + html
     return html
@@ -214,16 +217,16 @@ def notebook_json(cells: list[dict[str, Any]], figures_dir: Path) -> str:
     """The notebook of `cells` as nbformat 4 JSON, its figures read from `figures_dir`."""
     import nbformat
 
-    notebook = nbformat.v4.new_notebook()
+    notebook = nbformat.v4.new_notebook()  # type: ignore[no-untyped-call]
     notebook.metadata.update({
         "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
         "language_info": {"name": "python"},
     })
     for number, cell in enumerate(cells, start=1):
         if cell["cell_type"] == "code":
-            new = nbformat.v4.new_code_cell(cell["source"])
+            new = nbformat.v4.new_code_cell(cell["source"])  # type: ignore[no-untyped-call]
         else:
-            new = nbformat.v4.new_markdown_cell(cell["source"])
+            new = nbformat.v4.new_markdown_cell(cell["source"])  # type: ignore[no-untyped-call]
             attachments = {}
             for name in cell.get("figures", []):
                 path = figures_dir / name
@@ -237,7 +240,7 @@ def notebook_json(cells: list[dict[str, Any]], figures_dir: Path) -> str:
         new.id = f"cell-{number}"  # stable from build to build
         notebook.cells.append(new)
     nbformat.validate(notebook)
-    return nbformat.writes(notebook)
+    return str(nbformat.writes(notebook))  # type: ignore[no-untyped-call]
 
 
 @event_priority(-100)  # at the end of the build, when the figures are in the site directory

@@ -14,6 +14,7 @@ def values() -> dict[str, object]:
     paper = PRESETS["paper-base"]
     model, tokenizer = load_translator(RUN)
     config = model.config
+    assert config is not None, "the shipped translator records its configuration"
     manifest = json.loads((RUN / "manifest.json").read_text(encoding="utf-8"))
     return {
         "paper_d_model": paper["d_model"],

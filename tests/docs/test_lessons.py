@@ -279,3 +279,90 @@ def test_notebook_links_resolve_from_the_page(site):
         assert match, f"{lesson}: no notebook download button in the built page"
         target = urljoin("/" + lesson.removesuffix(".md") + "/", match.group(1))
         assert (site / target.lstrip("/")).is_file(), f"{lesson}: {target} is not in the site"
+
+
+# --------------------------------------------------------------------------------------------- #
+# The conversion itself (no build)                                                              #
+# --------------------------------------------------------------------------------------------- #
+
+
+def _lesson_notebooks_hook():
+    import importlib.util
+
+    path = ROOT / "docs" / "hooks" / "lesson_notebooks.py"
+    spec = importlib.util.spec_from_file_location("lesson_notebooks_hook", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+LESSON = '''# A lesson { #top }
+
+!!! summary "In one minute"
+
+    - One line.
+
+![Bars](../assets/figures/bars.svg)
+
+Text with [a link](notation.md#h) and [`x`][vanilla_transformer.x].
+
+```python
+a = 1
+```
+
+<!--pytest-codeblocks:expected-output-->
+
+```text
+1
+```
+
+??? note "Going deeper: more"
+
+    Folded text.
+
+    ```python
+    b = a + 1
+    ```
+
+!!! exercise "Exercise: add"
+
+    What is a + b?
+
+    ??? answer "Answer"
+
+        ```python
+        assert a + b == 3
+        ```
+'''
+
+
+def test_a_lesson_becomes_markdown_and_code_cells_in_page_order():
+    hook = _lesson_notebooks_hook()
+    cells = hook.lesson_notebook(LESSON, lambda href: "https://site/" + href)
+    code = [cell["source"] for cell in cells if cell["cell_type"] == "code"]
+    assert code == ["a = 1", "b = a + 1", "assert a + b == 3"]  # de-indented, folded ones too
+    prose = "\n".join(cell["source"] for cell in cells if cell["cell_type"] == "markdown")
+    assert prose.startswith("# A lesson\n")  # no attribute list
+    assert "**In one minute**\n\n- One line." in prose  # de-indented: not a Markdown code block
+    assert "![Bars](attachment:bars.svg)" in prose
+    assert cells[0]["figures"] == ["bars.svg"]
+    assert "[a link](https://site/notation.md#h)" in prose and "`x`" in prose
+    assert "[vanilla_transformer.x]" not in prose and "<!--" not in prose
+    assert "**Going deeper: more**\n\nFolded text." in prose
+    assert "**Exercise: add**" in prose and "**Answer**" in prose
+    assert "```text\n1\n```" in prose  # the checked output stays under its cell
+
+
+def test_the_notebook_attaches_its_figures(tmp_path):
+    import base64
+
+    import nbformat
+
+    hook = _lesson_notebooks_hook()
+    (tmp_path / "bars.svg").write_text("<svg xmlns='http://www.w3.org/2000/svg'/>", encoding="utf-8")
+    notebook = nbformat.reads(hook.notebook_json(hook.lesson_notebook(LESSON), tmp_path), as_version=4)
+    nbformat.validate(notebook)
+    attached = notebook.cells[0].attachments["bars.svg"]["image/svg+xml"]
+    assert base64.b64decode(attached).startswith(b"<svg")
+    assert [cell.id for cell in notebook.cells] == [f"cell-{i}" for i in range(1, len(notebook.cells) + 1)]
+    assert notebook.metadata.kernelspec.name == "python3"
