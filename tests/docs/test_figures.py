@@ -245,3 +245,25 @@ def test_task_alignment_lines_cross():
     assert read[int(weights[ein].argmax())] == "one"
     assert read[int(weights[tens].argmax())] == "▁forty-"
     assert ein < tens and read.index("one") > read.index("▁forty-")
+
+
+def test_smoothed_targets_of_the_training_lesson_follow_their_formulas():
+    rows = runpy.run_path(str(FIGURES / "training_smoothing.py"))["targets"]()
+    eps, size = 0.1, 11
+    for row in rows.values():
+        assert math.isclose(sum(row), 1.0, abs_tol=1e-6)
+    szegedy, package = rows["Szegedy et al."], rows["this package"]
+    assert szegedy[3] == pytest.approx(1 - eps + eps / size)
+    assert szegedy[0] == pytest.approx(eps / size)  # padding too
+    assert package[3] == pytest.approx(1 - eps) and package[0] == 0.0
+    assert package[1] == pytest.approx(eps / (size - 2))
+
+
+def test_beam_tree_of_the_decoding_lesson_keeps_four_and_ends_as_beam_search():
+    tree = runpy.run_path(str(FIGURES / "decoding_beam_tree.py"))
+    rows, finished = tree["beam_tree"]()  # checks its result against beam_search itself
+    assert all(len(row) == tree["BEAM"] for row in rows)
+    for row in rows:  # each step keeps its prefixes best first
+        assert [n.log_prob for n in row] == sorted((n.log_prob for n in row), reverse=True)
+    result = sorted(finished, key=lambda f: f[0].score, reverse=True)[: tree["BEAM"]]
+    assert max(node.step for node, _ in result) <= tree["SHOWN"]  # all four are drawn
