@@ -351,14 +351,9 @@ def fit(
     `on_step(progress)` after every optimizer step and `on_end(progress)` at the end.
 
     No batch is drawn after a callback sets `progress.stop`. The model is put in training mode.
-
-    Args:
-        batches: the batches, `accum_iter` per optimizer step.
-        model, loss_compute, optimizer, scheduler, accum_iter, autocast, scaler: as for
-            [`run_epoch`][vanilla_transformer.training.loop.run_epoch].
-        callbacks: objects with `on_step` and `on_end` (see `callbacks`).
-        progress: where a resumed run starts (its steps, losses and seconds).
-        bar, total, desc: `run_epoch`'s progress bar.
+    `progress` is where a resumed run starts (its steps, losses and seconds); `bar`, `total` and
+    `desc` are `run_epoch`'s progress bar, and the other arguments are
+    [`run_epoch`][vanilla_transformer.training.loop.run_epoch]'s.
 
     Examples:
         >>> from vanilla_transformer.training import LabelSmoothing, SimpleLossCompute
