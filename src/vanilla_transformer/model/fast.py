@@ -77,8 +77,7 @@ def _normalise(x: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor,
     """`(x - mean) / (std + eps)` with the unbiased std, its std and `1 / (std + eps)`.
 
     The variance is the sum of squared deviations over `n - 1` (two passes over `x`): on the CPU,
-    `Tensor.std` over the last axis took over a hundred times as long as a sum over it in our
-    runs.
+    `Tensor.std` over the last axis took tens of times as long as a sum over it in our runs.
     """
     centred = x - x.mean(-1, keepdim=True)
     std = torch.linalg.vecdot(centred, centred).unsqueeze_(-1).div_(x.size(-1) - 1).sqrt_()
