@@ -47,7 +47,7 @@ def parts(sentence: str = SENTENCE) -> tuple[list[str], torch.Tensor, torch.Tens
 def draw() -> Figure:
     tokens, scaled, pe, total = parts()
     d_model = scaled.size(1)
-    fig, axes = plt.subplots(3, 1, figsize=(4.6, 4.6), sharex=True,
+    fig, axes = plt.subplots(3, 1, figsize=(4.4, 5.0),
                              layout="constrained")
     panels = [
         (scaled, tokens, "token embedding × √d_model"),
@@ -56,13 +56,11 @@ def draw() -> Figure:
     ]
     limit = float(max(scaled.abs().max(), total.abs().max()))
     for ax, (values, labels, title) in zip(axes, panels, strict=True):
-        image = ax.imshow(values, cmap="RdBu_r", vmin=-limit, vmax=limit, aspect="auto",
+        ax.imshow(values, cmap="RdBu_r", vmin=-limit, vmax=limit, aspect="auto",
                           interpolation="nearest")
         ax.set_yticks(range(len(labels)), labels, fontsize=FONT)
         ax.set_title(title, fontsize=FONT, loc="left")
         ax.tick_params(labelsize=FONT, length=2)
-    axes[-1].set_xticks([0, 16, 32, 48, d_model - 1])
-    axes[-1].set_xlabel(f"feature (d_model = {d_model})", fontsize=FONT)
-    bar = fig.colorbar(image, ax=axes, shrink=0.6, pad=0.02)
-    bar.ax.tick_params(labelsize=FONT)
+        ax.set_xticks([0, 16, 32, 48, d_model - 1])
+    axes[-1].set_xlabel(f"feature (d_model = {d_model}); red > 0, blue < 0", fontsize=FONT)
     return fig
