@@ -29,6 +29,6 @@ def draw() -> plt.Figure:
     fig, axes = plt.subplots(1, 3, figsize=(4.7, 2.5), layout="constrained")
     for ax, (mask, title) in zip(axes, panels, strict=True):
         COMMON["draw_mask"](ax, mask, tokens, tokens, title)
-    for ax in axes[1:]:
-        ax.set_yticklabels([])
+    for ax in axes[1:]:  # the rows line up with the first panel's: positions 1 to n
+        ax.set_yticks(range(n), [str(i + 1) for i in range(n)], fontsize=COMMON["FONT"])
     return fig

@@ -68,6 +68,7 @@ def draw() -> plt.Figure:
     tokens = [t.replace("undvierzig", "und-\nvierzig") for t in w["tgt"][0]]
     _heatmap(axes[0], w["dec"][0][0, 0], tokens, tokens, "decoder, head 1,\ntgt_mask", "{:.1f}")
     _heatmap(axes[1], free["dec"][0][0, 0], tokens, tokens, "the same,\nno mask", "{:.1f}")
-    axes[1].set_yticklabels([])
+    axes[1].set_yticks(range(len(tokens)), [str(i + 1) for i in range(len(tokens))],
+                       fontsize=FONT)  # the same rows as the left panel's
     axes[0].set_ylabel("query", fontsize=FONT)
     return fig
