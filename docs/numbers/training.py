@@ -66,4 +66,6 @@ def values() -> dict[str, object]:
     out["copy_last_loss"] = run.losses[-1]
     out["copy_uniform_loss"] = LabelSmoothing(11, padding_idx=0, smoothing=0.1)(
         torch.full((1, 11), -math.log(11)), torch.tensor([3])).item()
+    assert out["copy_first_loss"] > out["copy_uniform_loss"]  # what the prose says
+    assert out["copy_last_loss"] < out["copy_first_loss"] / 10
     return out
