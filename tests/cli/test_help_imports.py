@@ -102,3 +102,23 @@ def test_distributed_timeout_agrees() -> None:
     from vanilla_transformer.training import distributed
 
     assert cli_distributed.DEFAULT_TIMEOUT == distributed.DEFAULT_TIMEOUT
+
+
+def test_the_config_imports_without_torch() -> None:
+    code = (
+        "import sys\n"
+        "sys.modules['torch'] = None  # importing torch now fails\n"
+        "from vanilla_transformer.config import COPY_MODEL, CopyTaskConfig, TranslationConfig\n"
+        "from vanilla_transformer.config import ModelConfig, RunOptions\n"
+        "assert CopyTaskConfig(model=COPY_MODEL.replace(d_model=16, h=2)).d_model == 16\n"
+        "assert TranslationConfig(max_steps=3).max_steps == 3 and RunOptions().log_every > 0\n"
+        "try:\n"
+        "    ModelConfig(5, 5, d_model=10, h=3)\n"
+        "except ValueError as error:\n"
+        "    print(error)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    done = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True,
+                          text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "d_model must be divisible by h" in done.stdout
