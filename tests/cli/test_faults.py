@@ -257,6 +257,10 @@ def case_numbers_over_a_corpus(data, run, tmp_path):
     return ["translate", "numbers", "--out", str(run / "corpus")]
 
 
+def case_numbers_with_a_negative_seed(data, run, tmp_path):
+    return ["translate", "numbers", "--out", str(tmp_path / "new"), "--seed", "-1"]
+
+
 def case_numbers_into_a_run(data, run, tmp_path):
     return ["translate", "numbers", "--out", str(run), "--overwrite"]
 
@@ -394,6 +398,7 @@ CASES = [
     (case_eval_output_over_its_data, 2, "is a file this command reads"),
     (case_numbers_over_a_corpus, 2, "already holds train.tsv"),
     (case_numbers_into_a_run, 2, "is a run folder"),
+    (case_numbers_with_a_negative_seed, 2, "--seed must be an int >= 0, got -1"),
     (case_export_over_a_graph, 2, "already holds encoder.onnx"),
     (case_model_without_its_tokenizer, 2, "does not hold the tokenizer it was trained with"),
     (case_tokenizer_with_a_normalizer, 2, "has a normalizer that training never writes"),

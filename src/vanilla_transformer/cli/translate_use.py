@@ -169,6 +169,8 @@ def run_numbers(args: argparse.Namespace) -> int:
     from ..data.numbers import number_corpus, write_tsv
 
     sizes = {name: getattr(args, f"{name}_size") for name in ("train", "valid", "test")}
+    if args.seed < 0:  # Python's random.seed(-n) is seed(n): two seeds, one corpus
+        raise ValueError(f"--seed must be an int >= 0, got {args.seed}")
     folder = _make_folder(_check_folder_outputs(args.out, [f"{n}.tsv" for n in sizes],
                                                 args.overwrite))
     corpus = number_corpus(args.lang, sizes, limit=args.limit, seed=args.seed,
