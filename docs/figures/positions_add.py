@@ -47,7 +47,7 @@ def parts(sentence: str = SENTENCE) -> tuple[list[str], torch.Tensor, torch.Tens
 def draw() -> Figure:
     tokens, scaled, pe, total = parts()
     d_model = scaled.size(1)
-    fig, axes = plt.subplots(3, 1, figsize=(4.4, 5.0),
+    fig, axes = plt.subplots(3, 1, figsize=(4.4, 4.7),
                              layout="constrained")
     panels = [
         (scaled, tokens, "token embedding × √d_model"),

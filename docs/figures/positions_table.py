@@ -1,7 +1,7 @@
-"""The encoding table in numbers: `sinusoid_table(10, 8)`, one row per position.
+"""The encoding table in numbers: `sinusoid_table(8, 8)`, one row per position.
 
 Each cell holds its value, coloured from -1 (blue) to +1 (red). Features 0 and 1 (the fastest
-pair) change at every step; features 6 and 7 (the slowest) stay near 0 and 1 over these ten
+pair) change at every step; features 6 and 7 (the slowest) stay near 0 and 1 over these eight
 positions. Explained on docs/learn/positions.md.
 """
 
@@ -17,12 +17,12 @@ from matplotlib.figure import Figure
 from vanilla_transformer import sinusoid_table
 
 FONT = 11
-POSITIONS, D_MODEL = 10, 8
+POSITIONS, D_MODEL = 8, 8
 
 
 def draw() -> Figure:
     pe = sinusoid_table(POSITIONS, D_MODEL)
-    fig, ax = plt.subplots(figsize=(4.7, 3.9))
+    fig, ax = plt.subplots(figsize=(4.7, 3.3))
     ax.imshow(pe, cmap="RdBu_r", vmin=-1.6, vmax=1.6, aspect="auto")
     for pos in range(POSITIONS):
         for f in range(D_MODEL):
