@@ -47,6 +47,10 @@ def test_scalars_repeat_metrics_jsonl_and_survive_a_resume(data, tmp_path):
     for step, lr in scalars["lr"]:  # TensorBoard keeps float32
         assert lr == pytest.approx(logged[step]["lr"], rel=1e-6)
     assert [s for s, _ in scalars["valid_exact"]] == [2, 4, 6]
+    valid = {e["step"]: e for e in lines if "valid_loss" in e}
+    for key in ("valid_loss", "valid_ppl"):
+        assert [s for s, _ in scalars[key]] == sorted(valid) == [2, 4, 6]
+        assert all(v == pytest.approx(valid[s][key], rel=1e-6) for s, v in scalars[key])
 
 
 def test_a_resume_drops_events_after_its_checkpoint(data, tmp_path):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 
 import pytest
 
@@ -231,8 +232,41 @@ def test_metrics_log_steps_and_validations(run):
     steps = [m for m in lines if "lr" in m]
     checks = [m for m in lines if "valid_exact" in m]
     assert steps and {"step", "loss", "lr", "tokens_per_s"} <= set(steps[0])
-    assert {"valid_bleu", "valid_chrf"} <= set(checks[0])
+    assert {"valid_bleu", "valid_chrf", "valid_loss", "valid_ppl"} <= set(checks[0])
     assert [m["step"] for m in checks][:2] == [3, 6]
+    assert all(m["valid_ppl"] == pytest.approx(math.exp(m["valid_loss"]), rel=1e-4)
+               for m in checks)
+
+
+def test_the_validation_loss_is_the_last_checkpoints_own(data, run):
+    from vanilla_transformer.data.tokenizer import BOS, EOS, PAD
+    from vanilla_transformer.training.loss import teacher_forced_nll
+    from vanilla_transformer.training.run_folder import load_translator
+
+    lines = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    last = [m for m in lines if "valid_loss" in m][-1]
+    model, tokenizer = load_translator(run, "last")
+    pairs = read_tsv(data / "valid.tsv")[:3]  # --eval-size 3
+    ids = [(tokenizer.encode(s), tokenizer.encode(t)) for s, t in pairs]
+    direct = teacher_forced_nll(model, ids, pad=PAD, bos=BOS, eos=EOS, batch_size=1)
+    assert last["valid_loss"] == pytest.approx(direct, abs=1e-5)
+
+
+def test_keep_best_follows_the_validation_loss_by_default(data, tmp_path, capsys):
+    out = tmp_path / "best"
+    assert main(["translate", "train", "--train", str(data / "train.tsv"), "--valid",
+                 str(data / "valid.tsv"), "--out", str(out), "--max-steps", "8", *TINY[:-11],
+                 "--save-every", "2", "--eval-size", "3", "--average", "5", "--keep-best",
+                 "--no-progress"]) == 0
+    assert "valid loss" in capsys.readouterr().out
+    from vanilla_transformer.training.checkpoints import load_checkpoint
+
+    lines = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    checks = [m for m in lines if "valid_loss" in m]
+    lowest = min(checks, key=lambda m: (m["valid_loss"], m["step"]))
+    _, meta = load_checkpoint(out / "model.pt")
+    assert meta["averaged"] == [lowest["step"]]
+    assert json.loads((out / "config.json").read_text())["options"]["best_metric"] == "loss"
 
 
 def test_keep_best_and_patience(data, tmp_path, capsys, monkeypatch):
@@ -249,7 +283,7 @@ def test_keep_best_and_patience(data, tmp_path, capsys, monkeypatch):
     assert main(["translate", "train", "--train", str(data / "train.tsv"), "--valid",
                  str(data / "valid.tsv"), "--out", str(out), "--max-steps", "30", *TINY[:-11],
                  "--save-every", "2", "--eval-size", "2", "--average", "5", "--keep-best",
-                 "--patience", "2", "--no-progress"]) == 0
+                 "--best-metric", "exact", "--patience", "2", "--no-progress"]) == 0
     printed = capsys.readouterr().out
     assert "stopping at step 8 (best: step 4)" in printed
     assert "the best checkpoint, of step 4" in printed

@@ -4,12 +4,13 @@ the checkpoint keeper and early stopping."""
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 import torch
 
 from vanilla_transformer import data_gen, make_model
-from vanilla_transformer.data.tokenizer import train_tokenizer
+from vanilla_transformer.data.tokenizer import BOS, EOS, PAD, train_tokenizer
 from vanilla_transformer.training import LabelSmoothing, SimpleLossCompute
 from vanilla_transformer.training.callbacks import (
     CheckpointKeeper,
@@ -17,9 +18,11 @@ from vanilla_transformer.training.callbacks import (
     MetricsLog,
     StopWhen,
     Validator,
+    best_entry,
 )
 from vanilla_transformer.training.checkpoints import checkpoint_paths, load_train_state
 from vanilla_transformer.training.loop import FitProgress, fit
+from vanilla_transformer.training.loss import teacher_forced_nll
 from vanilla_transformer.training.ranks import Ranks
 
 
@@ -85,7 +88,11 @@ def test_the_validator_decodes_where_the_model_is():
 
     model.to = model.cpu = model.cuda = refuse
     scores = Validator(model, tokenizer, pairs).scores()
-    assert set(scores) == {"valid_exact", "valid_bleu", "valid_chrf"}
+    assert set(scores) == {"valid_loss", "valid_ppl", "valid_exact", "valid_bleu", "valid_chrf"}
+    assert scores["valid_ppl"] == pytest.approx(math.exp(scores["valid_loss"]), rel=1e-4)
+    ids = [(tokenizer.encode(s), tokenizer.encode(t)) for s, t in pairs]
+    direct = teacher_forced_nll(model, ids, pad=PAD, bos=BOS, eos=EOS, batch_size=1)
+    assert scores["valid_loss"] == pytest.approx(direct, abs=1e-6)
     assert model.training  # back to training mode after decoding
     assert Validator(model, tokenizer, []).scores() == {}
 
@@ -129,3 +136,35 @@ def test_early_stopping_after_patience_validations_without_a_better_score(scores
         if progress.stop and stopped is None:
             stopped = progress.step
     assert stopped == stops_at
+
+
+def test_early_stopping_and_the_best_entry_follow_the_lowest_loss():
+    history = []
+    stopping = EarlyStopping(history, Ranks(), metric="loss", patience=2, save_every=2,
+                             log=lambda line: None)
+    stopped = []
+    for i, loss in enumerate([3.0, 2.0, 2.5, 2.0, 2.2], 1):  # a tie is not better
+        history.append({"step": 2 * i, "valid_loss": loss, "valid_exact": 10.0 * i})
+        progress = FitProgress(step=2 * i)
+        stopping.on_step(progress)
+        stopped.append(progress.stop)
+    assert stopped == ["", "", "", "patience", "patience"]
+    assert best_entry(history, "valid_loss")["step"] == 4
+    assert best_entry(history, "valid_exact")["step"] == 10
+
+
+def test_the_keeper_keeps_the_checkpoint_of_the_lowest_validation_loss(tmp_path):
+    from vanilla_transformer.training.checkpoints import load_checkpoint
+
+    model, optimizer = _tiny()
+    keeper = _keeper(tmp_path, model, optimizer, [], keep_best="loss")
+    scores = dict(valid_exact=0.0, valid_bleu=0.0, valid_chrf=0.0)
+    losses = iter([dict(scores, valid_loss=x, valid_ppl=math.exp(x)) for x in (2.0, 1.0, 1.5)])
+    keeper.validator.scores = lambda: next(losses)
+    for step in (2, 4, 6):
+        keeper.on_step(FitProgress(step=step, losses=[1.0] * step))
+    _, meta = load_checkpoint(tmp_path / "checkpoints" / "best.pt")
+    assert meta["steps"] == 4 and meta["score"] == {"loss": 1.0}
+    lines = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [m["valid_loss"] for m in lines] == [2.0, 1.0, 1.5]
+    assert {"valid_ppl", "valid_exact", "valid_bleu", "valid_chrf"} <= set(lines[0])

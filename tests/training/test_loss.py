@@ -345,3 +345,31 @@ def test_label_smoothed_kl_in_simple_loss_compute():
                                                      smoothing=0.1))(x, y, 5)
     classic = SimpleLossCompute(gen, LabelSmoothing(V, padding_idx=0, smoothing=0.1))(x, y, 5)
     torch.testing.assert_close(fused, classic)
+
+
+def test_teacher_forced_nll_is_pytorchs_cross_entropy_sentence_by_sentence():
+    from vanilla_transformer import make_model
+    from vanilla_transformer.training.loss import teacher_forced_nll
+
+    torch.manual_seed(0)
+    model = make_model(9, 9, N=1, d_model=16, d_ff=32, h=2, dropout=0.3)  # dropout: eval
+    pairs = [([3, 4, 5], [6]), ([4], [7, 8, 3, 3]), ([5, 6], [4, 4]), ([8], [3])]
+    pad, bos, eos = 0, 1, 2
+    total, tokens = 0.0, 0
+    model.eval()
+    with torch.no_grad():
+        for src, tgt in pairs:  # one unpadded sentence at a time: no masking to get wrong
+            s, t = torch.tensor([src + [eos]]), torch.tensor([[bos] + tgt])
+            y = torch.tensor(tgt + [eos])
+            logits = model.generator.proj(model(s, t, None, _causal_mask(t.size(1))))
+            total += float(F.cross_entropy(logits[0], y, reduction="sum"))
+            tokens += len(y)
+    model.train()
+    nll = teacher_forced_nll(model, pairs, pad=pad, bos=bos, eos=eos, batch_size=3)
+    assert nll == pytest.approx(total / tokens, rel=1e-5)
+    assert model.training  # its mode is restored
+    assert teacher_forced_nll(model, pairs[:1], pad=pad, bos=bos, eos=eos) != pytest.approx(nll)
+
+
+def _causal_mask(size):
+    return torch.tril(torch.ones(1, size, size, dtype=torch.bool))

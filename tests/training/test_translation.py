@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 import torch
@@ -205,3 +206,22 @@ def test_a_missing_training_file_is_refused_before_anything_is_written(corpus, t
         train_translation(tmp_path / "absent.tsv", corpus["valid"], tmp_path / "run",
                           model_options=TINY, config=_config(), progress=False)
     assert not (tmp_path / "run").exists()
+
+
+def test_each_validation_records_the_teacher_forced_loss_of_its_checkpoint(corpus, tmp_path):
+    from vanilla_transformer.data.tokenizer import BOS, EOS, PAD
+    from vanilla_transformer.training.loss import teacher_forced_nll
+
+    run = train_translation(corpus["train"], corpus["valid"], tmp_path, model_options=TINY,
+                            config=_config(max_steps=10, average=1), progress=False)
+    lines = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    checks = [m for m in lines if "valid_loss" in m]
+    assert [m["step"] for m in checks] == [h["step"] for h in run.history] == [5, 10]
+    # model.pt is the last checkpoint (average=1): score it again, a sentence at a time
+    model, tokenizer = load_translator(tmp_path)
+    ids = [(tokenizer.encode(s), tokenizer.encode(t)) for s, t in corpus["valid"][:4]]
+    direct = teacher_forced_nll(model, ids, pad=PAD, bos=BOS, eos=EOS, batch_size=1)
+    assert checks[-1]["valid_loss"] == pytest.approx(direct, abs=1e-5)
+    assert checks[-1]["valid_ppl"] == pytest.approx(math.exp(direct), rel=1e-4)
+    assert checks[0]["valid_loss"] != pytest.approx(direct)  # the steps' losses differ
+    assert run.history[-1]["valid_loss"] == checks[-1]["valid_loss"]

@@ -21,6 +21,7 @@ from .tasks import (
     DEFAULT_PRESET,
     DEFAULT_TIMEOUT,
     DEVICES,
+    LOWER_IS_BETTER,
     MAX_COUNT,
     RUN_OPTIONS,
     TRANSLATE_TIMEOUT,
@@ -32,5 +33,5 @@ from .tasks import (
 
 __all__ = ["LAYER_NORMS", "MAX_SEED", "PAPER_OPTIONS", "PRESETS", "ModelConfig", "AMP_MODES",
            "BEST_METRICS", "COPY_MODEL", "DEFAULT_PRESET", "DEFAULT_TIMEOUT", "DEVICES",
-           "MAX_COUNT", "RUN_OPTIONS", "TRANSLATE_TIMEOUT", "TRANSLATION_PRESETS",
+           "LOWER_IS_BETTER", "MAX_COUNT", "RUN_OPTIONS", "TRANSLATE_TIMEOUT", "TRANSLATION_PRESETS",
            "CopyTaskConfig", "RunOptions", "TranslationConfig"]

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 __all__ = ["MAX_COUNT", "COPY_MODEL", "CopyTaskConfig", "TRANSLATION_PRESETS", "DEFAULT_PRESET",
            "TranslationConfig", "RunOptions", "RUN_OPTIONS", "BEST_METRICS", "DEVICES",
-           "AMP_MODES", "DEFAULT_TIMEOUT", "TRANSLATE_TIMEOUT", "unknown_keys"]
+           "AMP_MODES", "DEFAULT_TIMEOUT", "TRANSLATE_TIMEOUT", "LOWER_IS_BETTER", "unknown_keys"]
 
 MAX_COUNT = 2**31 - 1
 """The largest count a training setting takes (steps, batches, tokens, sentences): larger ones
@@ -211,8 +211,13 @@ cores in our runs (`benchmarks/results/translate_numbers.json`), and the package
 
 DEFAULT_PRESET = "paper-small"
 
-BEST_METRICS = ("exact", "bleu", "chrf")
-"""Validation scores `keep_best` can select the final model by."""
+BEST_METRICS = ("loss", "exact", "bleu", "chrf")
+"""Validation scores `keep_best` and `patience` can follow: `loss`, the teacher-forced
+negative log-likelihood per token (lower is better, and meaningful for any data), or the greedy
+decodings' exact match, BLEU or chrF (higher is better)."""
+
+LOWER_IS_BETTER = frozenset({"loss"})
+"""The `BEST_METRICS` whose smaller values are better."""
 
 DEVICES = ("auto", "cpu", "cuda")
 """Where a run trains or decodes: `auto` is `cuda` when a GPU is available, else `cpu`."""
@@ -237,7 +242,8 @@ class TranslationConfig:
         max_minutes: stop after this many minutes of this call (a checkpoint is written).
         save_every: steps between checkpoints (each one validates).
         average: how many of the last checkpoints are averaged into the final model.
-        eval_size: validation sentences greedy-decoded at each checkpoint.
+        eval_size: validation sentences scored (the teacher-forced loss) and greedy-decoded at
+            each checkpoint.
         seed: seeds the initial weights, the dropout and the batch order.
 
     Raises:
@@ -267,7 +273,7 @@ class TranslationConfig:
     average: int = field(default=5, metadata={
         "help": "how many of the last checkpoints are averaged into model.pt"})
     eval_size: int = field(default=200, metadata={
-        "help": "validation sentences decoded at each checkpoint"})
+        "help": "validation sentences scored and decoded at each checkpoint"})
     seed: int = field(default=0, metadata={
         "help": "seed of the initial weights, the dropout and the batch order"})
 
@@ -325,7 +331,8 @@ class RunOptions:
         log_every: the steps between the lines of `metrics.jsonl` (loss, learning rate, speed).
         keep_best: make the final model the checkpoint with the best validation score instead
             of the average of the last ones.
-        best_metric: the score `keep_best` and `patience` follow (one of `BEST_METRICS`).
+        best_metric: the score `keep_best` and `patience` follow (one of `BEST_METRICS`):
+            `loss` by default, the validation loss, lower is better.
         patience: stop after this many validations without a better score (`None`: never).
         tensorboard: also write what goes to `metrics.jsonl` as TensorBoard scalars in
             `RUN/tensorboard/` (needs the `tensorboard` package).
@@ -342,8 +349,9 @@ class RunOptions:
     keep_best: bool = field(default=False, metadata={
         "help": "make model.pt the checkpoint with the best validation score instead of the "
                 "average of the last ones"})
-    best_metric: str = field(default="exact", metadata={
-        "help": "the validation score of keep_best and patience"})
+    best_metric: str = field(default="loss", metadata={
+        "help": "the validation score of keep_best and patience: loss (teacher-forced, "
+                "lower is better), or exact, bleu or chrf of greedy decoding"})
     patience: int | None = field(default=None, metadata={
         "help": "stop after this many validations without a better best_metric"})
     tensorboard: bool = field(default=False, metadata={

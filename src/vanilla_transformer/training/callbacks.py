@@ -8,8 +8,9 @@ an error). A callback stops training by setting `progress.stop` to its reason.
   TensorBoard) every `log_every` steps;
 - [`StopWhen`][vanilla_transformer.training.callbacks.StopWhen]: a time limit or a request to
   stop, agreed by every process;
-- [`Validator`][vanilla_transformer.training.callbacks.Validator]: greedy-decodes validation
-  sentences on the model's own device and scores them;
+- [`Validator`][vanilla_transformer.training.callbacks.Validator]: the teacher-forced loss and
+  perplexity of validation sentences, and their greedy decodings' scores, on the model's own
+  device;
 - [`CheckpointKeeper`][vanilla_transformer.training.callbacks.CheckpointKeeper]: validates,
   writes a checkpoint every `save_every` steps and at a stop, keeps the last `average` and the
   best;
@@ -19,6 +20,7 @@ an error). A callback stops training by setting `progress.stop` to its reason.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -27,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import torch
 from torch import nn
 
+from ..config import LOWER_IS_BETTER
 from .checkpoints import (
     BEST_FILE,
     CHECKPOINTS,
@@ -38,8 +41,10 @@ from .checkpoints import (
     save_train_state,
     step_of,
 )
+from .loss import teacher_forced_nll
 from .ranks import Ranks
 from .run_folder import metrics_writer
+from .translation_data import encode_pairs
 
 if TYPE_CHECKING:
     from ..data.tokenizer import SharedTokenizer
@@ -48,7 +53,7 @@ if TYPE_CHECKING:
     from .loop import FitProgress
 
 __all__ = ["Callback", "MetricsLog", "StopWhen", "Validator", "CheckpointKeeper",
-           "EarlyStopping", "ProgressBar", "auto_bleu_tokenize", "best_entry"]
+           "EarlyStopping", "ProgressBar", "auto_bleu_tokenize", "best_entry", "VALID_KEYS"]
 
 Log = Callable[[str], None]
 
@@ -75,10 +80,25 @@ def auto_bleu_tokenize(references: Sequence[str]) -> str:
     return "char" if words < 4 else "13a"
 
 
+VALID_KEYS = ("valid_loss", "valid_ppl", "valid_exact", "valid_bleu", "valid_chrf")
+"""What a validation writes to `metrics.jsonl`, beside its step and training loss."""
+
+
+def _sign(key: str) -> int:
+    return -1 if key.removeprefix("valid_") in LOWER_IS_BETTER else 1
+
+
 def best_entry(history: Sequence[dict[str, Any]], key: str) -> dict[str, Any] | None:
-    """The validation with the highest `key` (the earliest of equals), or `None`."""
+    """The validation with the best `key` (the lowest `valid_loss`, the highest score; the
+    earliest of equals), or `None`.
+
+    Examples:
+        >>> history = [{"step": 1, "valid_loss": 2.0}, {"step": 2, "valid_loss": 1.5}]
+        >>> best_entry(history, "valid_loss")["step"]
+        2
+    """
     scored = [h for h in history if key in h]
-    return max(scored, key=lambda h: (h[key], -h["step"])) if scored else None
+    return max(scored, key=lambda h: (_sign(key) * h[key], -h["step"])) if scored else None
 
 
 class MetricsLog:
@@ -108,7 +128,7 @@ class MetricsLog:
         self.write(entry)
         if self.board is not None:
             for key, value in entry.items():  # a validation's line repeats the step's loss
-                if key != "step" and not (key == "loss" and "valid_exact" in entry):
+                if key != "step" and not (key == "loss" and "valid_loss" in entry):
                     self.board.add_scalar(key, value, entry["step"])
             self.board.flush()
 
@@ -152,28 +172,44 @@ class StopWhen:
 
 
 class Validator:
-    """Greedy-decodes `pairs`' sources with the model where it is (no copy to another
-    device) and scores them against their targets: exact match, BLEU and chrF."""
+    """Scores the model where it is (no copy to another device) on `pairs`: one
+    teacher-forced pass for the loss per target token without label smoothing, and greedy
+    decodings of the sources against the targets for exact match, BLEU and chrF."""
 
     def __init__(self, model: EncoderDecoder, tokenizer: SharedTokenizer,
                  pairs: Sequence[tuple[str, str]],
                  score: Callable[..., TranslationScores] | None = None) -> None:
+        from ..data.tokenizer import BOS, EOS, PAD
+
         self.model, self.tokenizer, self.pairs = model, tokenizer, list(pairs)
         self.bleu_tokenize = auto_bleu_tokenize([t for _, t in self.pairs])
         self.score = score
+        self.ids = encode_pairs(tokenizer, self.pairs) if self.pairs else []
+        self.special = {"pad": PAD, "bos": BOS, "eos": EOS}
+
+    def loss(self) -> dict[str, float]:
+        """`valid_loss` (nats per target token, teacher forced, no smoothing) and `valid_ppl`
+        (its exponential); `{}` without pairs."""
+        if not self.pairs:
+            return {}
+        loss = teacher_forced_nll(self.model, self.ids, **self.special)
+        ppl = math.exp(loss) if loss < 700 else math.inf  # past 700, exp overflows a float
+        return {"valid_loss": round(loss, 6), "valid_ppl": round(ppl, 4)}
 
     def scores(self) -> dict[str, float]:
-        """`valid_exact` (percent), `valid_bleu` and `valid_chrf`; `{}` without pairs."""
+        """`valid_loss`, `valid_ppl`, `valid_exact` (percent), `valid_bleu` and `valid_chrf`;
+        `{}` without pairs."""
         if not self.pairs:
             return {}
         from ..inference.evaluate import score_translations, translate_sentences
 
+        losses = self.loss()
         hyps = translate_sentences(self.model, self.tokenizer, [s for s, _ in self.pairs],
                                    beam_size=1)
         self.model.train()
         scores = (self.score or score_translations)(hyps, [t for _, t in self.pairs],
                                                     bleu_tokenize=self.bleu_tokenize)
-        return {"valid_exact": scores.exact_match, "valid_bleu": round(scores.bleu, 4),
+        return {**losses, "valid_exact": scores.exact_match, "valid_bleu": round(scores.bleu, 4),
                 "valid_chrf": round(scores.chrf, 4)}
 
 
@@ -224,16 +260,17 @@ class CheckpointKeeper:
                          model=weights, rng=rng, step=progress.step, seconds=progress.seconds,
                          losses=torch.tensor(progress.losses, dtype=torch.float64),
                          history=self.history, **self.state())
-        if self.keep_best and key in entry and (best_before is None
-                                                or entry[key] > best_before[key]):
+        if self.keep_best and key in entry and (
+                best_before is None or _sign(key) * (entry[key] - best_before[key]) > 0):
             save_checkpoint(self.folder / CHECKPOINTS / BEST_FILE, self.model,
                             steps=progress.step, score={self.keep_best: entry[key]})
         self._prune()
-        if "valid_exact" in entry:
+        if "valid_loss" in entry:
             self.metrics.log({"step": progress.step, "loss": entry["loss"], **{
-                k: entry[k] for k in ("valid_exact", "valid_bleu", "valid_chrf")}})
-        scores = (f", valid exact match {entry['valid_exact']:.1f} %, BLEU "
-                  f"{entry['valid_bleu']:.1f}" if "valid_exact" in entry else "")
+                k: entry[k] for k in VALID_KEYS if k in entry}})
+        scores = (f", valid loss {entry['valid_loss']:.4f} (perplexity {entry['valid_ppl']:.2f})"
+                  f", exact match {entry['valid_exact']:.1f} %, BLEU {entry['valid_bleu']:.1f}"
+                  if "valid_loss" in entry else "")
         self.log(f"step {progress.step}: loss {entry['loss']:.4f}{scores} "
                  f"({progress.seconds:.0f} s)")
 

@@ -6,7 +6,9 @@ padding and $\epsilon_{ls} / (V - 2)$ on each other class; the loss is
 $KL(target \,\|\, p_{model})$.
 
 `LabelSmoothing` builds that target row by row, which shows the idea; `label_smoothed_kl`
-computes the same sum from three numbers per row and is what training uses.
+computes the same sum from three numbers per row and is what training uses. Validation measures
+`teacher_forced_nll`, the plain negative log-likelihood per target token (no smoothing), whose
+exponential is the perplexity.
 
 Taught in the lesson [Training][training-lesson]; used on the
 [Training the copy task][training-guide] page.
@@ -15,15 +17,19 @@ Taught in the lesson [Training][training-lesson]; used on the
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
 from .._checks import check_positive_int, reads_values
+from ..data.batching import collate_batch
 
-__all__ = ['LabelSmoothing', 'label_smoothed_kl', 'SimpleLossCompute']
+if TYPE_CHECKING:
+    from ..model.encoder_decoder import EncoderDecoder
+
+__all__ = ['LabelSmoothing', 'label_smoothed_kl', 'SimpleLossCompute', 'teacher_forced_nll']
 
 
 
@@ -324,3 +330,52 @@ class SimpleLossCompute:
         logp = self.generator(x)
         sloss = self.criterion(logp.reshape(-1, logp.size(-1)), y.reshape(-1)) / norm
         return sloss.detach() * norm, sloss
+
+
+@torch.no_grad()
+def teacher_forced_nll(model: EncoderDecoder, pairs: Sequence[tuple[Sequence[int], Sequence[int]]], *,
+                       pad: int, bos: int, eos: int, batch_size: int = 64) -> float:
+    r"""The mean negative log-likelihood per target token of `pairs` under `model`, teacher
+    forced: $-\frac{1}{T} \sum_t \log p(y_t \mid y_{<t}, x)$ over every target token and the
+    end symbol, with no label smoothing; its exponential is the perplexity.
+
+    The source gets `eos` and the target `bos ... eos`, as in training. The pairs go through
+    the model in eval mode (no dropout), sorted by length, `batch_size` at a time, on the
+    model's device; the model's mode is restored afterwards.
+
+    Args:
+        model: an `EncoderDecoder` (called as `model(src, tgt, src_mask, tgt_mask)`, with a
+            `generator` that returns log-probabilities).
+        pairs: `(source ids, target ids)` without special tokens.
+        pad: the padding id. bos: the start symbol. eos: the end symbol.
+        batch_size: sentences per forward pass.
+
+    Returns:
+        The mean over the target tokens, in nats (`nan` for no pairs).
+
+    Examples:
+        >>> from vanilla_transformer import make_model
+        >>> model = make_model(6, 6, N=1, d_model=16, d_ff=32, h=2)
+        >>> nll = teacher_forced_nll(model, [([3, 4], [5]), ([4], [3, 3])], pad=0, bos=1, eos=2)
+        >>> 0 < nll < 10
+        True
+    """
+    if not pairs:
+        return float("nan")
+    device = next(model.parameters()).device
+    order = sorted(range(len(pairs)), key=lambda i: (len(pairs[i][0]), len(pairs[i][1])))
+    training, sums, tokens = model.training, list[torch.Tensor](), 0
+    model.eval()
+    try:
+        for start in range(0, len(order), batch_size):
+            chunk = [(list(pairs[i][0]) + [eos], pairs[i][1])
+                     for i in order[start:start + batch_size]]
+            batch = collate_batch(chunk, pad, bos=bos, eos=eos).to(device)
+            logp = model.generator(model(batch.src, batch.tgt, batch.src_mask, batch.tgt_mask))
+            sums.append(nn.functional.nll_loss(logp.reshape(-1, logp.size(-1)).float(),
+                                               batch.tgt_y.reshape(-1), ignore_index=pad,
+                                               reduction="sum"))
+            tokens += sum(len(t) + 1 for _, t in chunk)
+    finally:
+        model.train(training)
+    return float(torch.stack(sums).sum()) / tokens  # the one host sync

@@ -79,8 +79,9 @@ class TranslationRun:
         step: optimizer steps done in all.
         losses: the training loss (mean per target token) of every step, resumed ones included.
         history: one dict per checkpoint: `step`, `seconds`, `loss`, and on the first
-            `eval_size` validation pairs, greedy-decoded, `valid_exact` (exact match in
-            percent), `valid_bleu` and `valid_chrf`.
+            `eval_size` validation pairs `valid_loss` (teacher forced, per target token, no
+            label smoothing) and `valid_ppl` (its exponential), and greedy-decoded,
+            `valid_exact` (exact match in percent), `valid_bleu` and `valid_chrf`.
         seconds: training time in all, resumed runs included.
         averaged: the steps of the checkpoints averaged into `model`.
         stopped: why training ended before `max_steps`: `""` (it did not), `"interrupted"`
@@ -152,7 +153,8 @@ def train_translation(
 
     Args:
         train_pairs: training pairs, or the path of a TSV file of them.
-        valid_pairs: validation pairs (the first `eval_size` are decoded at each checkpoint).
+        valid_pairs: validation pairs (the first `eval_size` are scored and decoded at each
+            checkpoint).
         out: the run folder (created if needed).
         preset: a key of `TRANSLATION_PRESETS` (default `DEFAULT_PRESET`; on resume, if given,
             it must be the run's).
@@ -241,7 +243,8 @@ def _train(call: TrainCall, ranks: Ranks, prepared: Prepared,
                                config, call.log)
     valid = [pair for pair, ids_pair in zip(call.valid, encode_pairs(
         prepared.tokenizer, call.valid), strict=True)
-        if len(ids_pair[0]) + 1 + 50 < model_config.max_len][: config.eval_size]
+        if len(ids_pair[0]) + 1 + 50 < model_config.max_len
+        and len(ids_pair[1]) + 1 <= model_config.max_len][: config.eval_size]
     if ranks.rank == 0:
         accept(call, ranks, prepared, accepted if accepted is not None else [False])
     torch.manual_seed(config.seed)  # the same initial weights on every process
