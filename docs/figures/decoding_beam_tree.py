@@ -109,9 +109,9 @@ def draw() -> plt.Figure:
     best = sorted(finished, key=lambda f: f[0].score, reverse=True)[:BEAM]
     result = {(n.step, n.parent) for n, _ in best}
     rows = rows[:SHOWN]
-    fig, ax = plt.subplots(figsize=(4.75, 6.3), layout="constrained")
+    fig, ax = plt.subplots(figsize=(4.75, 6.6), layout="constrained")
     ax.set_xlim(-0.55, BEAM - 0.45)
-    ax.set_ylim(SHOWN + 0.55, -0.45)
+    ax.set_ylim(SHOWN + 0.95, -0.45)
     ax.axis("off")
     box = dict(boxstyle="round,pad=0.25", fc="white", ec=KEPT, lw=1.2)
     ax.text((BEAM - 1) / 2, 0, "<s>", ha="center", va="center", fontsize=11, bbox=box)
@@ -137,7 +137,7 @@ def draw() -> plt.Figure:
         ax.text(node.parent, node.step - 1 + 0.5, f"</s> {node.score:.2f}", ha="center",
                 va="center", fontsize=11, color=DONE if chosen else EDGE,
                 fontweight="bold" if chosen else "normal")
-    ax.text(-0.55, SHOWN + 0.5, "step; each box: newest piece, log P so far\n"
+    ax.text(-0.55, SHOWN + 0.7, "step; each box: newest piece, log P so far\n"
             "</s>: a finished hypothesis, its score log P / lp", ha="left", va="center",
             fontsize=11, color="#333333")
     return fig

@@ -42,19 +42,21 @@ def cross_attention(number: int = NUMBER):
 
 
 def draw_layer(layer: int) -> plt.Figure:
-    """The four heads of one decoder layer (0-based), two by two, every panel labelled."""
+    """The four heads of one decoder layer (0-based), one under the other, every panel
+    labelled; the English pieces are written under the last."""
     weights, rows, columns = cross_attention()
     heads = weights.shape[1]
-    fig, axes = plt.subplots(heads // 2, 2, figsize=(8.4, 9.6), layout="constrained")
+    fig, axes = plt.subplots(heads, 1, figsize=(4.7, 1.75 * heads + 1.9), sharex=True,
+                             layout="constrained")
     for head, ax in enumerate(axes.flat):
         ax.imshow(weights[layer, head], cmap="Blues", vmin=0, vmax=1, aspect="auto")
-        ax.set_title(f"layer {layer + 1}, head {head + 1}", fontsize=12)
+        ax.set_title(f"layer {layer + 1}, head {head + 1}", fontsize=11, loc="left")
         ax.set_xticks(range(len(columns)), columns, rotation=60, ha="right",
                       rotation_mode="anchor", fontsize=11)
         ax.set_yticks(range(len(rows)), rows, fontsize=11)
     german = "".join(rows[:-1]).lstrip("▁")
     fig.suptitle(f"{number_words(NUMBER)}\n-> {german}\n"
-                 "attention weight: the stronger the colour, the more", fontsize=12)
+                 "the stronger the colour, the more weight", fontsize=11)
     return fig
 
 
