@@ -141,6 +141,6 @@ def test_a_missing_optional_package_names_its_extra(monkeypatch, capsys, tmp_pat
     import sys
 
     monkeypatch.setitem(sys.modules, "num2words", None)
-    assert main(["translate", "numbers", "--out", str(tmp_path)]) == 1
+    assert main(["translate", "numbers", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.endswith("pip install 'vanilla-transformer[translate]'") and "\n" not in err

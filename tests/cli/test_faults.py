@@ -377,7 +377,7 @@ CASES = [
     (case_code_in_checkpoint, 2, "arbitrary code execution"),
     (case_truncated_checkpoint, 2, "is not a model checkpoint"),
     (case_diverged, 1, "training diverged at step 5: a gradient is not finite"),
-    (case_missing_extra, 1, "pip install 'vanilla-transformer[translate]'"),
+    (case_missing_extra, 2, "pip install 'vanilla-transformer[translate]'"),
     (case_bad_beam, 2, "--beam must be positive"),
     (case_unknown_option, 2, "unrecognized arguments: --bogus"),
     (case_overwrite_with_a_bad_last_line, 2, "bad.tsv line 41: expected exactly one tab"),

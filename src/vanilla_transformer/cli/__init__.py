@@ -6,8 +6,9 @@ Subcommands: `params`, the parameter, FLOP and memory calculator of
 ([`cli.translate`][vanilla_transformer.cli.translate]). Each module exposes
 `register(subparsers)`, called in [`build_parser`][vanilla_transformer.cli.build_parser]; the
 model's options come from [`cli.options`][vanilla_transformer.cli.options]. Every failure is one
-line on stderr and an exit status: 2 for a rejected argument or bad input, 1 when the work
-fails (a runtime error, a disk error, a missing optional package), 130 when interrupted.
+line on stderr and an exit status: 2 for a rejected argument, bad input or a missing optional
+package (the line names its extra's pip command), 1 when the work fails (a runtime error, a
+disk error), 130 when interrupted.
 
 Parsing, `--help` and `--version` import no PyTorch: each handler imports what it needs.
 
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import copy_task, practice, translate
 from .options import (
+    EXTRAS,
     PRESET_NAMES,
     CommandFailed,
     OneLineParser,
@@ -91,12 +93,6 @@ def _version() -> str:
         return version("vanilla-transformer")
     except PackageNotFoundError:  # run from a source tree
         return "unknown"
-
-
-EXTRAS = {"tokenizers": "translate", "sacrebleu": "translate", "num2words": "translate",
-          "onnx": "onnx", "onnxruntime": "onnx", "onnxscript": "onnx",
-          "tensorboard": "tensorboard"}
-"""The extra that installs each optional package (`pip install 'vanilla-transformer[EXTRA]'`)."""
 
 
 def register(subparsers: Any) -> None:
@@ -287,7 +283,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if extra is None:
             return fail(f"{type(error).__name__}: {error}", 1)
         return fail(f"this needs the optional package {error.name!r}: pip install "
-                    f"'vanilla-transformer[{extra}]'", 1)
+                    f"'vanilla-transformer[{extra}]'", 2)
     except OSError as error:  # a full disk, a permission denied
         where = f" ({error.filename})" if error.filename else ""
         return fail(f"{error.strerror or error}{where}", 1)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib.util
 import re
 from collections.abc import Collection, Mapping
 from typing import Any, NamedTuple, NoReturn
@@ -26,7 +27,8 @@ from ..config import LAYER_NORMS, PRESETS, ModelConfig
 
 __all__ = ["OneLineParser", "CommandFailed", "ModelField", "MODEL_FIELDS", "LAYER_NORMS",
            "PRESET_NAMES", "MAX_THREADS", "check_threads", "fields_of", "flag", "flag_message",
-           "add_config_arguments", "add_field_arguments", "config_values"]
+           "add_config_arguments", "add_field_arguments", "config_values", "EXTRAS",
+           "MissingExtra", "require_modules"]
 
 
 class ModelField(NamedTuple):
@@ -107,6 +109,53 @@ class CommandFailed(Exception):  # noqa: N818 - a public name since 0.1
     def __init__(self, message: str, status: int = 1) -> None:
         super().__init__(message)
         self.status = status
+
+
+EXTRAS = {"tokenizers": "translate", "sacrebleu": "translate", "num2words": "translate",
+          "onnx": "onnx", "onnxruntime": "onnx", "onnxscript": "onnx",
+          "tensorboard": "tensorboard"}
+"""The extra that installs each optional package (`pip install 'vanilla-transformer[EXTRA]'`)."""
+
+
+class MissingExtra(CommandFailed):
+    """An optional package a command needs is not installed: one line naming the pip command
+    of its extra, and exit status 2 (the set-up, not the work, is at fault).
+
+    Examples:
+        >>> str(MissingExtra("onnx"))
+        "this needs the optional package 'onnx': pip install 'vanilla-transformer[onnx]'"
+    """
+
+    def __init__(self, module: str) -> None:
+        super().__init__(f"this needs the optional package {module!r}: pip install "
+                         f"'vanilla-transformer[{EXTRAS[module]}]'", 2)
+        self.module = module
+
+
+def require_modules(modules: Collection[str]) -> None:
+    """Refuse, before a command does anything, when one of `modules` (keys of `EXTRAS`) cannot
+    be found; nothing is imported.
+
+    Raises:
+        MissingExtra: for the first module that is missing.
+
+    Examples:
+        >>> import sys
+        >>> sys.modules["num2words"] = None  # as Python marks a module that cannot be imported
+        >>> require_modules(["num2words"])
+        Traceback (most recent call last):
+        ...
+        vanilla_transformer.cli.options.MissingExtra: this needs the optional package \
+'num2words': pip install 'vanilla-transformer[translate]'
+        >>> del sys.modules["num2words"]
+    """
+    for module in modules:
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):  # a parent package that is missing, no __spec__
+            found = False
+        if not found:
+            raise MissingExtra(module)
 
 
 MAX_THREADS = 1024

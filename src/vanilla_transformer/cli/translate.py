@@ -8,7 +8,8 @@ vanilla-transformer translate RUN "four hundred and twenty-one"
 ```
 
 Every failure is one line on stderr and an exit status: 2 for bad input (an argument, a file,
-a run folder that does not fit), 1 when the work itself fails (training diverged, a disk
+a run folder that does not fit) or a missing optional package (before anything is written,
+naming its extra's pip command), 1 when the work itself fails (training diverged, a disk
 error), 130 when interrupted. PyTorch and the optional packages are imported only when an
 action runs. This module parses and dispatches; `train` is
 [`cli.translate_train`][vanilla_transformer.cli.translate_train], the others
@@ -24,7 +25,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from .options import OneLineParser
+from .options import OneLineParser, require_modules
 from .translate_train import (
     PAPER_SMALL,
     PRESET_NAMES,
@@ -45,7 +46,7 @@ from .translate_use import (
     run_run,
 )
 
-__all__ = ["ACTIONS", "register", "run_translate", "build_translate_parser", "TRAINING_DEFAULTS",
+__all__ = ["ACTIONS", "NEEDS", "register", "run_translate", "build_translate_parser", "TRAINING_DEFAULTS",
            "RUN_OPTIONS", "TRAINING_HELP", "PAPER_SMALL", "PRESET_NAMES"]
 
 PROG = "vanilla-transformer translate"
@@ -62,6 +63,11 @@ _DESCRIPTIONS = {
     "export": ("Export RUN to ONNX: encoder.onnx, a one-step decoder.onnx with the "
                "cross-attention weights, and the tokenizer, in DIR."),
 }
+NEEDS = {"numbers": ("num2words",), "train": ("tokenizers", "sacrebleu"),
+         "eval": ("tokenizers", "sacrebleu"), "export": ("tokenizers", "onnx"),
+         "run": ("tokenizers",)}
+"""The optional packages each action needs (`cli.options.EXTRAS` names their extras); a
+missing one stops the action before it writes anything, with exit status 2."""
 _ARGUMENTS: dict[str, Callable[[argparse.ArgumentParser], None]] = {
     "numbers": add_numbers_arguments, "train": add_train_arguments,
     "eval": add_eval_arguments, "export": add_export_arguments}
@@ -169,6 +175,8 @@ def run_translate(args: argparse.Namespace) -> int:
         options = parser.parse_intermixed_args(rest)
     except SystemExit as exit_:  # --help, or a parse error already printed
         return exit_.code if isinstance(exit_.code, int) else 1
+    require_modules([*NEEDS[action], *(["tensorboard"] if getattr(
+        options, "tensorboard", None) else [])])
     handlers: dict[str, Callable[[argparse.Namespace], int]] = {
         "numbers": run_numbers, "train": run_train, "eval": run_eval, "export": run_export,
         "run": run_run}
