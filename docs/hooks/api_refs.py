@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import logging
 
+from jinja2 import Environment
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.plugins import event_priority
+from mkdocs.structure.files import Files
 
 log = logging.getLogger("mkdocs.hooks.api_refs")
 
@@ -19,7 +21,7 @@ API_PREFIX = "api/"
 
 
 @event_priority(0)  # before autorefs applies the cross-references (its on_env runs at -50)
-def on_env(env, config: MkDocsConfig, files):
+def on_env(env: Environment, config: MkDocsConfig, files: Files) -> Environment:
     autorefs = config.plugins.get("autorefs")
     url_map = getattr(autorefs, "_primary_url_map", None)
     if not isinstance(url_map, dict):

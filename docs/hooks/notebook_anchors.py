@@ -14,9 +14,13 @@ rebuilt from the rendered page just before (the hooks run in the order mkdocs.ym
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from html import unescape as html_unescape
 
 from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.structure.files import Files
+from mkdocs.structure.pages import Page
+from mkdocs.structure.toc import AnchorLink
 
 log = logging.getLogger("mkdocs.hooks.notebook_anchors")
 
@@ -29,7 +33,7 @@ NOTEBOOK_ANCHORS = {
 }
 
 
-def _headings(items) -> list[tuple[str, str]]:
+def _headings(items: Iterable[AnchorLink]) -> list[tuple[str, str]]:
     """(id, text) of every entry of a table of contents, in page order."""
     out: list[tuple[str, str]] = []
     for item in items:
@@ -38,7 +42,7 @@ def _headings(items) -> list[tuple[str, str]]:
     return out
 
 
-def on_page_content(html: str, page, config: MkDocsConfig, files) -> str:
+def on_page_content(html: str, page: Page, config: MkDocsConfig, files: Files) -> str:
     if "jupyter-wrapper" not in html:
         return html
     autorefs = config.plugins.get("autorefs")

@@ -18,21 +18,24 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import PluginError
+from mkdocs.structure.files import Files
+from mkdocs.structure.pages import Page
 
 NO_ALT = "No description has been provided for this image"  # what nbconvert writes without one
 _EXERCISE_TITLE = re.compile(r"^\s*Exercise:\s*\S")
 
 
-def _soup(html: str):
+def _soup(html: str) -> Any:
     from bs4 import BeautifulSoup
 
     return BeautifulSoup(html, "html.parser")
 
 
-def _alt_texts(metadata: dict, count: int) -> list[str]:
+def _alt_texts(metadata: dict[str, Any], count: int) -> list[str]:
     """The alt texts a code cell's metadata gives its `count` figures ("" where it gives none)."""
     alt = metadata.get("alt")
     if isinstance(alt, str):
@@ -41,7 +44,7 @@ def _alt_texts(metadata: dict, count: int) -> list[str]:
     return (alt + [""] * count)[:count]
 
 
-def _tags(element) -> set[str]:
+def _tags(element: Any) -> set[str]:
     """The cell tags of a rendered cell (nbconvert writes each as a class `celltag_<tag>`)."""
     classes = list(element.get("class") or [])
     for inner in element.select(".jp-RenderedMarkdown"):
@@ -49,7 +52,7 @@ def _tags(element) -> set[str]:
     return {c.removeprefix("celltag_") for c in classes if c.startswith("celltag_")}
 
 
-def _wrap_exercises(soup, where: str) -> int:
+def _wrap_exercises(soup: Any, where: str) -> int:
     """Wrap each question cell and the "answer" cells after it into an exercise box."""
     cells = soup.select("div.jp-Notebook > div.jp-Cell")
     count, i = 0, 0
@@ -66,6 +69,7 @@ def _wrap_exercises(soup, where: str) -> int:
                 f"{where}: a cell tagged \"answer\" must follow a Markdown cell that starts with "
                 "**Exercise: <title>** (the question)"
             )
+        assert question is not None and first is not None  # a <strong> was found in them
         answers = []
         while i < len(cells) and "answer" in _tags(cells[i]):
             answers.append(cells[i])
@@ -91,7 +95,7 @@ def _wrap_exercises(soup, where: str) -> int:
     return count
 
 
-def rework_notebook_html(html: str, code_cells: list[dict], where: str) -> str:
+def rework_notebook_html(html: str, code_cells: list[dict[str, Any]], where: str) -> str:
     """A notebook page's HTML with alt text, without tags and prompts, with exercise boxes.
 
     `code_cells` are the metadata of the page's code cells, in order (from its jupytext source).
@@ -129,15 +133,15 @@ def rework_notebook_html(html: str, code_cells: list[dict], where: str) -> str:
     return str(soup)
 
 
-def _code_cell_metadata(path: Path) -> list[dict]:
-    import jupytext
+def _code_cell_metadata(path: Path) -> list[dict[str, Any]]:
+    import jupytext  # type: ignore[import-untyped]
 
     return [dict(c.metadata) for c in jupytext.read(path).cells if c.cell_type == "code"]
 
 
-def on_page_content(html: str, page, config: MkDocsConfig, files) -> str:
+def on_page_content(html: str, page: Page, config: MkDocsConfig, files: Files) -> str:
     if "jupyter-wrapper" in html:
-        html = rework_notebook_html(
-            html, _code_cell_metadata(Path(page.file.abs_src_path)), page.file.src_uri
-        )
+        source = page.file.abs_src_path
+        assert source is not None, "a notebook page is a file of docs/"
+        html = rework_notebook_html(html, _code_cell_metadata(Path(source)), page.file.src_uri)
     return html

@@ -13,6 +13,8 @@ from pathlib import Path
 
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.plugins import event_priority
+from mkdocs.structure.files import Files
+from mkdocs.structure.pages import Page
 
 log = logging.getLogger("mkdocs.hooks.notebook_download")
 
@@ -25,7 +27,7 @@ DOWNLOAD_ICON = (
 )
 
 
-def notebook_name(page) -> str:
+def notebook_name(page: Page) -> str:
     """The file name of a page's downloadable notebook."""
     return Path(page.file.src_uri).stem + ".ipynb"
 
@@ -43,22 +45,27 @@ def on_pre_build(config: MkDocsConfig) -> None:
     _notebooks.clear()
 
 
-def on_page_content(html: str, page, config: MkDocsConfig, files) -> str:
+def on_page_content(html: str, page: Page, config: MkDocsConfig, files: Files) -> str:
     if "jupyter-wrapper" not in html:
         return html
     name = notebook_name(page)
     target = Path(config.site_dir) / Path(page.file.dest_uri).parent / name
-    _notebooks.append((Path(page.file.abs_src_path), target))
+    source = page.file.abs_src_path
+    assert source is not None, "a notebook page is a file of docs/"
+    _notebooks.append((Path(source), target))
     return download_button(name) + html
 
 
 @event_priority(-100)  # at the end of the build, when the site directory is complete
 def on_post_build(config: MkDocsConfig) -> None:
     """Write each notebook page's notebook (jupytext source to .ipynb, without outputs)."""
-    import jupytext
+    import jupytext  # type: ignore[import-untyped]
 
     for source, target in _notebooks:
         target.parent.mkdir(parents=True, exist_ok=True)
-        jupytext.write(jupytext.read(source), target, fmt="ipynb")
+        notebook = jupytext.read(source)
+        for number, cell in enumerate(notebook.cells, start=1):
+            cell.id = f"cell-{number}"  # the same from build to build (nbformat draws random ones)
+        jupytext.write(notebook, target, fmt="ipynb")
     if _notebooks:
         log.info("notebook_download hook: wrote %d notebook(s) for download", len(_notebooks))

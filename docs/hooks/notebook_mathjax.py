@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import re
 
+from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.structure.files import Files
+from mkdocs.structure.pages import Page
+
 _NBCONVERT_MATHJAX = re.compile(r"<!-- Load mathjax -->.*?<!-- End of mathjax configuration -->", re.DOTALL)
 
 
-def on_page_content(html: str, page, config, files) -> str:
+def on_page_content(html: str, page: Page, config: MkDocsConfig, files: Files) -> str:
     if "jupyter-wrapper" in html:
         html = _NBCONVERT_MATHJAX.sub("", html)
     return html

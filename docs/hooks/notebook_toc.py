@@ -11,9 +11,15 @@ from __future__ import annotations
 import re
 from html import escape as html_escape
 from html.parser import HTMLParser
+from typing import TYPE_CHECKING, Any, cast
 
 from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.structure.files import Files
+from mkdocs.structure.pages import Page
 from mkdocs.structure.toc import get_toc
+
+if TYPE_CHECKING:
+    from mkdocs.structure.toc import _TocToken
 
 
 class _Headings(HTMLParser):
@@ -22,20 +28,20 @@ class _Headings(HTMLParser):
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.ids: set[str] = set()
-        self.headings: list[dict] = []
-        self._heading: dict | None = None
+        self.headings: list[dict[str, Any]] = []
+        self._heading: dict[str, Any] | None = None
         self._skip = 0  # depth inside a heading's permalink
 
-    def handle_starttag(self, tag, attrs):
-        attrs = dict(attrs)
-        if attrs.get("id"):
-            self.ids.add(attrs["id"])
-        if re.fullmatch(r"h[1-6]", tag) and attrs.get("id"):
-            self._heading = {"level": int(tag[1]), "id": attrs["id"], "text": []}
-        elif self._heading is not None and (self._skip or "anchor-link" in (attrs.get("class") or "")):
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = dict(attrs)
+        if values.get("id"):
+            self.ids.add(str(values["id"]))
+        if re.fullmatch(r"h[1-6]", tag) and values.get("id"):
+            self._heading = {"level": int(tag[1]), "id": values["id"], "text": []}
+        elif self._heading is not None and (self._skip or "anchor-link" in (values.get("class") or "")):
             self._skip += 1
 
-    def handle_endtag(self, tag):
+    def handle_endtag(self, tag: str) -> None:
         if self._heading is None:
             return
         if self._skip:
@@ -45,14 +51,14 @@ class _Headings(HTMLParser):
             self.headings.append({**self._heading, "name": html_escape(name, quote=False), "children": []})
             self._heading = None
 
-    def handle_data(self, data):
+    def handle_data(self, data: str) -> None:
         if self._heading is not None and not self._skip:
             self._heading["text"].append(data)
 
 
-def _nest(headings: list[dict]) -> list[dict]:
-    roots: list[dict] = []
-    stack: list[dict] = []
+def _nest(headings: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    roots: list[dict[str, Any]] = []
+    stack: list[dict[str, Any]] = []
     for heading in headings:
         while stack and stack[-1]["level"] >= heading["level"]:
             stack.pop()
@@ -61,10 +67,10 @@ def _nest(headings: list[dict]) -> list[dict]:
     return roots
 
 
-def on_page_content(html: str, page, config: MkDocsConfig, files) -> str:
+def on_page_content(html: str, page: Page, config: MkDocsConfig, files: Files) -> str:
     if "jupyter-wrapper" in html:
         parser = _Headings()
         parser.feed(html)
-        page.toc = get_toc(_nest(parser.headings))
+        page.toc = get_toc(cast("list[_TocToken]", _nest(parser.headings)))
         page.present_anchor_ids = parser.ids
     return html

@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 
 from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.structure.files import Files
+from mkdocs.structure.pages import Page
 
 # A fenced block of printed output to show as a table (```table ... ```, alone on their lines).
 _TABLE_FENCE = re.compile(r"^```table[ \t]*\n(?P<body>.*?)\n```[ \t]*$", re.MULTILINE | re.DOTALL)
@@ -97,5 +99,5 @@ def printed_table_markdown(text: str) -> str:
     return f'<div class="printed-table" markdown>\n\n{body}\n\n</div>'
 
 
-def on_page_markdown(markdown: str, page, config: MkDocsConfig, files) -> str:
+def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Files) -> str:
     return _TABLE_FENCE.sub(lambda m: printed_table_markdown(m.group("body")), markdown)

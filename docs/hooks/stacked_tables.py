@@ -13,6 +13,8 @@ from html import escape as html_escape
 from html import unescape as html_unescape
 
 from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.structure.files import Files
+from mkdocs.structure.pages import Page
 
 STACK_COLUMNS = range(3, 6)  # tables of 3 to 5 columns become one card per row on a phone
 _TABLE = re.compile(r"<table(?P<attrs>[^>]*)>(?P<body>.*?)</table>", re.DOTALL)
@@ -28,7 +30,7 @@ def _text(html: str) -> str:
 def mark_stackable_tables(html: str) -> str:
     """Give each plain table of 3 to 5 columns `data-stack` and its cells `data-label`."""
 
-    def mark(match: re.Match) -> str:
+    def mark(match: re.Match[str]) -> str:
         attrs, body = match.group("attrs"), match.group("body")
         if "class=" in attrs or "data-stack" in attrs or "<table" in body:
             return match.group(0)
@@ -37,10 +39,10 @@ def mark_stackable_tables(html: str) -> str:
         if len(labels) not in STACK_COLUMNS:
             return match.group(0)
 
-        def label_row(row: re.Match) -> str:
+        def label_row(row: re.Match[str]) -> str:
             cells = iter(labels)
 
-            def label(cell: re.Match) -> str:
+            def label(cell: re.Match[str]) -> str:
                 name = next(cells, "")
                 return f'<td data-label="{html_escape(name)}"{cell.group("attrs")}>'
 
@@ -51,5 +53,5 @@ def mark_stackable_tables(html: str) -> str:
     return _TABLE.sub(mark, html)
 
 
-def on_page_content(html: str, page, config: MkDocsConfig, files) -> str:
+def on_page_content(html: str, page: Page, config: MkDocsConfig, files: Files) -> str:
     return mark_stackable_tables(html)
