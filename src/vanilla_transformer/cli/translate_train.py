@@ -2,15 +2,19 @@
 
 Its options are the fields of `TranslationConfig`, `RunOptions` and `ModelConfig` (see
 [`cli.options`][vanilla_transformer.cli.options]); the library's refusals name its keyword
-arguments, shown here as these flags. Ctrl-C (or SIGTERM) stops after the current step with a
-checkpoint; while the data are still being read and tokenised, it stops at once and leaves the
-folder as it was.
+arguments, shown here as these flags. `--config FILE` reads the same settings from a JSON
+file ([`read_config_file`][vanilla_transformer.cli.translate_train.read_config_file]), a
+run folder's own `config.json` included; options given on the command line override it.
+Ctrl-C (or SIGTERM) stops after the current step with a checkpoint; while the data are still
+being read and tokenised, it stops at once and leaves the folder as it was.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
+import json
 import os
 import signal
 import sys
@@ -24,6 +28,7 @@ from ..config import (
     DEVICES,
     TRANSLATE_TIMEOUT,
     TRANSLATION_PRESETS,
+    ModelConfig,
     RunOptions,
     TranslationConfig,
 )
@@ -38,7 +43,7 @@ from .options import (
 )
 
 __all__ = ["TRAINING_DEFAULTS", "RUN_OPTIONS", "TRAINING_HELP", "PAPER_SMALL", "PRESET_NAMES",
-           "add_train_arguments", "run_train"]
+           "add_train_arguments", "read_config_file", "run_train"]
 
 TRAINING_DEFAULTS: dict[str, Any] = TranslationConfig().to_dict()
 """`TranslationConfig`'s defaults."""
@@ -52,6 +57,90 @@ PAPER_SMALL: dict[str, Any] = dict(TRANSLATION_PRESETS[DEFAULT_PRESET])
 PRESET_NAMES = tuple(sorted(TRANSLATION_PRESETS))
 
 _BOOLEANS = {"keep_best", "tensorboard"}
+_SECTIONS: dict[str, type] = {"model": ModelConfig, "training": TranslationConfig,
+                              "options": RunOptions}
+_SECTION_OF = {f.name: section for section, cls in _SECTIONS.items()
+               for f in dataclasses.fields(cls)}
+_FOLLOW_TOKENIZER = {"src_vocab", "tgt_vocab"}  # a run records them; its tokenizer sets them
+_KINDS: dict[str, tuple[tuple[type, ...], str]] = {
+    "int": ((int,), "an int"), "float": ((int, float), "a number"), "bool": ((bool,), "a bool"),
+    "str": ((str,), "a string")}
+
+
+def _check_kind(where: str, value: Any, annotation: str) -> None:
+    """Refuse `value` unless it has the field's declared type (`int`, `float | None`, ...)."""
+    kind, _, optional = annotation.partition(" | ")
+    if value is None and optional == "None":
+        return
+    types, name = _KINDS[kind]
+    if (isinstance(value, bool) and bool not in types) or not isinstance(value, types):
+        shown = "null" if value is None else json.dumps(value)
+        raise ValueError(f"{where} must be {name}{' or null' if optional else ''}, got {shown}")
+
+
+def _put(settings: dict[str, Any], where: str, section: str, name: str, value: Any) -> None:
+    cls, key = _SECTIONS[section], f"{section}.{name}"
+    field = {f.name: f for f in dataclasses.fields(cls)}.get(name)
+    if field is None:
+        raise ValueError(f"{where}: unknown setting {key!r}; {section} takes "
+                         f"{', '.join(f.name for f in dataclasses.fields(cls))}")
+    _check_kind(f"{where}: {key!r}", value, str(field.type))
+    if name in settings[section]:
+        raise ValueError(f"{where}: {key!r} is given twice")
+    if name not in _FOLLOW_TOKENIZER:
+        settings[section][name] = value
+
+
+def read_config_file(path: str) -> dict[str, Any]:
+    """The settings of a JSON config file: `{"preset", "model", "training", "options"}`.
+
+    The file is an object with a `preset` name and the sections `model` (fields of
+    `ModelConfig`), `training` (of `TranslationConfig`) and `options` (of `RunOptions`), as a
+    run writes them in its `config.json`; a setting may also stand alone at the top, outside
+    its section. A run's `data` (the fingerprint of its training file) and its model's
+    vocabularies (set by the tokenizer it learns, from `vocab_size`) are read and left out.
+
+    Raises:
+        ValueError: in one line that names the file and the key, for a file that is not a
+            JSON object, an unknown key, a value of the wrong type, or a key given twice.
+
+    Examples:
+        >>> import json, tempfile
+        >>> path = tempfile.mktemp(suffix=".json")
+        >>> _ = open(path, "w").write(json.dumps({"training": {"max_steps": 5}, "d_model": 32}))
+        >>> read_config_file(path)
+        {'preset': None, 'model': {'d_model': 32}, 'training': {'max_steps': 5}, 'options': {}}
+    """
+    where = f"--config {path}"
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ValueError(f"{where}: no such file") from None
+    except IsADirectoryError:
+        raise ValueError(f"{where}: is a folder; give a file, such as RUN/config.json") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(f"{where}: not JSON ({error})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{where}: expected a JSON object of settings, got {type(data).__name__}")
+    settings: dict[str, Any] = {"preset": None, **{section: {} for section in _SECTIONS}}
+    for key, value in data.items():
+        if key == "preset":
+            if value is not None and value not in PRESET_NAMES:
+                raise ValueError(f"{where}: 'preset' must be one of {', '.join(PRESET_NAMES)}, "
+                                 f"got {json.dumps(value)}")
+            settings["preset"] = value
+        elif key in _SECTIONS:
+            if not isinstance(value, dict):
+                raise ValueError(f"{where}: {key!r} must be an object of settings, got "
+                                 f"{json.dumps(value)}")
+            for name, item in value.items():
+                _put(settings, where, key, name, item)
+        elif key in _SECTION_OF:
+            _put(settings, where, _SECTION_OF[key], key, value)
+        elif key != "data":
+            raise ValueError(f"{where}: unknown setting {key!r}; expected preset, model, "
+                             "training, options, data, or a setting of one of them")
+    return settings
 
 
 def _help(name: str) -> str:
@@ -81,6 +170,9 @@ def _add_settings(run: argparse._ArgumentGroup) -> None:
 def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of `translate train`."""
     files = parser.add_argument_group("files")
+    files.add_argument("--config", metavar="FILE",
+                       help="start from the settings of a JSON file, such as a run's "
+                            "config.json; options given here override it")
     files.add_argument("--train", required=True, metavar="FILE", help="training pairs (TSV)")
     files.add_argument("--valid", required=True, metavar="FILE", help="validation pairs (TSV)")
     files.add_argument("--out", required=True, metavar="RUN", help="the run folder to write")
@@ -171,6 +263,21 @@ def _tqdm_write(line: str) -> None:
     tqdm.write(line, file=sys.stdout)
 
 
+def _settings(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
+    """`(model options, changes)`: those of `--config`'s file, overridden by the options
+    given; `args.preset` becomes the file's when not given."""
+    if args.config and args.resume:
+        raise ValueError("--config starts a new run; --resume continues with the run's own "
+                         "settings (give an option to change one)")
+    from_file = read_config_file(args.config) if args.config else {
+        "preset": None, "model": {}, "training": {}, "options": {}}
+    args.preset = args.preset or from_file["preset"]
+    given = {name: getattr(args, name) for name in (*TRAINING_DEFAULTS, *RUN_OPTIONS)
+             if getattr(args, name, None) is not None}
+    return ({**from_file["model"], **config_values(args)},
+            {**from_file["training"], **from_file["options"], **given})
+
+
 def run_train(args: argparse.Namespace) -> int:
     """`translate train`: the exit status (0, or 130 when interrupted)."""
     import torch
@@ -184,14 +291,13 @@ def run_train(args: argparse.Namespace) -> int:
 
     if args.new_data and not args.resume:
         raise ValueError("--new-data goes with --resume (a new run trains on what it is given)")
+    model_options, changes = _settings(args)
     check_threads(args.threads)
     check_timeout(args.timeout)
     # the training file is streamed (tokenised once into RUN/ids/), never read whole
     next(iter_tsv(args.train))  # a missing or malformed first line: fail before anything else
     valid_pairs = read_tsv(args.valid)
     fingerprint = {"path": str(Path(args.train).resolve()), **file_fingerprint(args.train)}
-    changes = {name: getattr(args, name) for name in (*TRAINING_DEFAULTS, *RUN_OPTIONS)
-               if getattr(args, name, None) is not None}
     torch.set_num_threads(args.threads)
     log = _print if args.no_progress else _tqdm_write
     follower = args.distributed and os.environ.get("RANK", "0") != "0"
@@ -200,12 +306,13 @@ def run_train(args: argparse.Namespace) -> int:
     else:
         print(f"training on {args.train}, validating on {len(valid_pairs)} pairs "
               f"({args.valid}); preset {args.preset or DEFAULT_PRESET}"
+              f"{f', settings of {args.config}' if args.config else ''}"
               if not args.resume else f"continuing {args.out} on {args.train}", flush=True)
     with _StopOnSignal(quiet=follower) as stop:
         try:
             run = train_translation(
                 args.train, valid_pairs, args.out, preset=args.preset,
-                model_options=config_values(args), changes=changes, resume=args.resume,
+                model_options=model_options, changes=changes, resume=args.resume,
                 overwrite=args.overwrite, new_data=args.new_data, data_fingerprint=fingerprint,
                 should_stop=stop, device=args.device, amp=args.amp,
                 progress=not args.no_progress, log=log, distributed=args.distributed,
