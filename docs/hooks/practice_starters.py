@@ -1,7 +1,7 @@
 """Build hook: the starter files of the *Rebuild it yourself* page, downloadable from the site.
 
 Writes `assets/practice/rebuild-starters.zip` (a folder `rebuild-starters/` with one starter file
-per step and a README) and each file under `assets/practice/starters/`, from the package's own
+per step and a README) and each starter file under `assets/practice/starters/`, from the package's own
 [`STARTERS`][vanilla_transformer.practice.STARTERS], so the site and
 `vanilla-transformer practice start` hand out the same files. The zip is the same bytes on every
 build (fixed file dates and order).
@@ -35,5 +35,7 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
 
     files.append(File.generated(config, f"{FOLDER}/{ZIP_NAME}.zip", content=starters_zip(STARTERS)))
     for name, text in STARTERS.items():
+        if not name.endswith(".py"):  # the README would become a page; the zip has it
+            continue
         files.append(File.generated(config, f"{FOLDER}/starters/{name}", content=text.encode("utf-8")))
     return files

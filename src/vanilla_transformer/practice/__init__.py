@@ -106,7 +106,7 @@ def catalogue() -> list[tuple[str, str, str]]:
     """Every classic mistake the steps recognise: `(step, name, fix)`, in the steps' order.
 
     Example:
-        >>> [name for step, name, _ in catalogue() if step == "embeddings"][0]
+        >>> next(name for step, name, _ in catalogue() if step == "embeddings")
         'no √d_model scale'
     """
     return [(s.name, m.name, m.fix) for s in _STEPS for m in s.mistakes]
