@@ -33,7 +33,7 @@ def dots() -> dict[int, torch.Tensor]:
 
 def draw() -> Figure:
     samples = dots()
-    fig, axes = plt.subplots(2, 1, figsize=(4.7, 2.75))
+    fig, axes = plt.subplots(2, 1, figsize=(4.7, 3.3), height_ratios=(3, 2))
     edges = torch.linspace(-70, 70, 141).tolist()
     for d_k, colour in zip(D_KS, COLOURS, strict=True):
         d = samples[d_k]
@@ -43,6 +43,7 @@ def draw() -> Figure:
                      histtype="step", color=colour, linewidth=1.6, density=True)
     axes[0].set_title("q·k", fontsize=FONT)
     axes[1].set_title("q·k ÷ √d_k: std 1 for every d_k", fontsize=FONT)
+    axes[0].set_ylim(0, axes[0].get_ylim()[1] * 1.7)  # room for the legend above the curves
     axes[0].legend(fontsize=FONT, frameon=False, loc="upper right", handlelength=1.2)
     for ax in axes:
         ax.set_yticks([])
