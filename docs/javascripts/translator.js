@@ -32,6 +32,9 @@
   var ORT_DIR = new URL("assets/vendor/onnxruntime-web/", ROOT).href;
   var MODEL_DIR = new URL("assets/translator/", ROOT).href;
   var DEBOUNCE_MS = 250;
+  var PLAY_MS = 1200;  // how long Play shows each checkpoint
+  var BEAM_SIZE = 4;  // the paper's beam and length penalty (section 6.1)
+  var BEAM_ALPHA = 0.6;
   var SVG = "http://www.w3.org/2000/svg";
 
   // ------------------------------------------------------------------------------------------ //
@@ -214,9 +217,14 @@
     return words + (rest < 100 ? " and " : ", ") + below1000(rest);
   }
 
+  // The words of a number, without "and", hyphens and commas; "a" before "hundred" or
+  // "thousand" is "one" ("a hundred and one").
   function wordsOnly(text) {
-    return text.replace(/[,-]/g, " ").split(" ").filter(function (w) {
+    var words = text.replace(/[,-]/g, " ").split(" ").filter(function (w) {
       return w && w !== "and";
+    });
+    return words.map(function (w, i) {
+      return w === "a" && (words[i + 1] === "hundred" || words[i + 1] === "thousand") ? "one" : w;
     });
   }
 
@@ -239,12 +247,94 @@
     return wordsOnly(numberWords(n)).join(" ") === words.join(" ") ? n : null;
   }
 
+  // German number words as num2words(n, lang="de") writes them (the corpus's German side), for
+  // 0 <= n < 10^15: its algorithm ported as it is. splitnum() cuts n into (word, value) pieces
+  // by the largest "card" that fits, recursively; clean() merges neighbours pairwise with
+  // merge(), which puts the units before the tens ("einundzwanzig"), writes "ein" before
+  // "hundert" and "tausend", "eine" before "Million", and the plurals with a space. Its quirks
+  // come along, "einhunderteinstausend" for 101,000 among them: they are what the model learned.
+  var DE_CARDS = [[1e12, "Billion"], [1e9, "Milliarde"], [1e6, "Million"], [1000, "tausend"],
+                  [100, "hundert"], [90, "neunzig"], [80, "achtzig"], [70, "siebzig"],
+                  [60, "sechzig"], [50, "f\u00fcnfzig"], [40, "vierzig"], [30, "drei\u00dfig"]]
+    .concat(["zwanzig", "neunzehn", "achtzehn", "siebzehn", "sechzehn", "f\u00fcnfzehn",
+             "vierzehn", "dreizehn", "zw\u00f6lf", "elf", "zehn", "neun", "acht", "sieben",
+             "sechs", "f\u00fcnf", "vier", "drei", "zwei", "eins", "null"]
+      .map(function (word, i) { return [20 - i, word]; }));
+  var DE_LIMIT = 1e15;
+
+  function deSplit(value) {
+    for (var card of DE_CARDS) {
+      var elem = card[0];
+      if (elem > value) continue;
+      var div = value === 0 ? 1 : Math.floor(value / elem);
+      var mod = value === 0 ? 0 : value % elem;
+      var out = [div === 1 ? {t: "eins", n: 1} : deSplit(div), {t: card[1], n: elem}];
+      if (mod) out.push(deSplit(mod));
+      return out;
+    }
+  }
+
+  function deMerge(curr, next) {
+    var ctext = curr.t, cnum = curr.n, ntext = next.t, nnum = next.n;
+    if (cnum === 1) {
+      if (nnum === 100 || nnum === 1000) return {t: "ein" + ntext, n: nnum};
+      if (nnum < 1e6) return next;
+      ctext = "eine";
+    }
+    var val;
+    if (nnum > cnum) {
+      if (nnum >= 1e6) {
+        if (cnum > 1) ntext += ntext.endsWith("e") ? "n" : "en";
+        ctext += " ";
+      }
+      val = cnum * nnum;
+    } else {
+      if (nnum < 10 && 10 < cnum && cnum < 100) {
+        if (nnum === 1) ntext = "ein";
+        var swap = ntext;
+        ntext = ctext;
+        ctext = swap + "und";
+      } else if (cnum >= 1e6) {
+        ctext += " ";
+      }
+      val = cnum + nnum;
+    }
+    return {t: ctext + ntext, n: val};
+  }
+
+  function deClean(val) {
+    var out = val;
+    while (val.length !== 1) {
+      out = [];
+      var left = val[0], right = val[1];
+      if (!Array.isArray(left) && !Array.isArray(right)) {
+        out.push(deMerge(left, right));
+        if (val.length > 2) out.push(val.slice(2));
+      } else {
+        for (var elem of val) {
+          if (Array.isArray(elem)) out.push(elem.length === 1 ? elem[0] : deClean(elem));
+          else out.push(elem);
+        }
+      }
+      val = out;
+    }
+    return out[0];
+  }
+
+  function germanWords(n) {
+    if (!Number.isSafeInteger(n) || n < 0 || n >= DE_LIMIT) {
+      throw new RangeError("germanWords takes a whole number from 0 to 10^15 - 1, not " + n);
+    }
+    return deClean(deSplit(n)).t;
+  }
+
   // ------------------------------------------------------------------------------------------ //
   // The models: ort, the graphs of each language and training step, loaded when first needed   //
   // ------------------------------------------------------------------------------------------ //
 
   var ortPromise = null;
   var manifestPromise = null;
+  var statsPromise = null;
   var seenPromise = null;
   var models = {};  // "de/final", "de/0400", "fr/final" -> Promise of {tokenizer, encoder, decoder}
   var tokenizers = {};
@@ -287,6 +377,16 @@
       manifestPromise.catch(function () { manifestPromise = null; });
     }
     return manifestPromise;
+  }
+
+  // Each checkpoint's validation loss and exact match (docs/numbers/try_it.py measures them):
+  // {checkpoints: {"final" or a step folder: {loss, exact}}, pairs}.
+  function loadStats() {
+    if (!statsPromise) {
+      statsPromise = fetchFile(MODEL_DIR + "checkpoint_stats.json", true);
+      statsPromise.catch(function () { statsPromise = null; });
+    }
+    return statsPromise;
   }
 
   // The training split's numbers: every number below `below`, and the listed ones above.
@@ -419,6 +519,120 @@
     return state;
   }
 
+  // ------------------------------------------------------------------------------------------ //
+  // Steering the decoding: sampling with a temperature and top-k, and beam search               //
+  // ------------------------------------------------------------------------------------------ //
+
+  // mulberry32: a small seeded generator of floats in [0, 1), the same sequence for a seed on
+  // every browser (tests/docs/test_explorer.py runs it in Python too).
+  function mulberry32(seed) {
+    var a = seed >>> 0;
+    return function () {
+      a = (a + 0x6d2b79f5) >>> 0;
+      var t = a;
+      t = Math.imul(t ^ (t >>> 15), t | 1);
+      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+  }
+
+  // One draw: the `k` most probable ids (all of them for k = 0), their log-probabilities divided
+  // by the temperature and renormalised, and the id whose cumulative probability first passes
+  // `u`. Temperature 0 is the argmax: greedy decoding.
+  function sampleId(logProbs, temperature, k, u) {
+    if (!(temperature > 0)) return argmax(logProbs);
+    var ids = Array.from(logProbs.keys());
+    ids.sort(function (a, b) { return logProbs[b] - logProbs[a] || a - b; });
+    if (k > 0) ids = ids.slice(0, k);
+    var top = logProbs[ids[0]] / temperature;
+    var weights = ids.map(function (id) { return Math.exp(logProbs[id] / temperature - top); });
+    var total = weights.reduce(function (s, w) { return s + w; }, 0);
+    var sum = 0;
+    for (var i = 0; i < ids.length; i++) {
+      sum += weights[i] / total;
+      if (u < sum) return ids[i];
+    }
+    return ids[ids.length - 1];
+  }
+
+  // Sampling to the end from a fresh start: one draw of the generator per step.
+  async function sample(model, text, temperature, k, seed) {
+    var state = await begin(model, text);
+    var random = mulberry32(seed);
+    state.sampled = true;
+    await run(state);
+    while (!finished(state)) {
+      var next = sampleId(state.last.logProbs, temperature, k, random());
+      if (next !== argmax(state.last.logProbs)) state.forced += 1;
+      state.ys.push(next);
+      if (!finished(state)) await run(state);
+    }
+    return state;
+  }
+
+  // Beam search as vanilla_transformer.inference.beam.beam_search runs it for one sentence:
+  // each step ranks the 2k best one-token extensions of the k alive prefixes (scores summed in
+  // float32, as torch does); one of the first k that ends with </s> (or any of them at the last
+  // step) is finished with score log P / lp, lp = ((5 + length) / 6)^alpha; the best k that
+  // did not end stay alive; it stops once k are finished and the best alive prefix, over the
+  // largest penalty still reachable, cannot beat the k-th. Returns every step's prefixes for
+  // the tree, and the finished hypotheses, best first.
+  async function beamSearch(model, text, k, alpha) {
+    var d = model.manifest.decoding;
+    var state = await begin(model, text);
+    var maxLen = state.maxLen;
+    var alive = [{ys: [d.start_symbol], score: 0, node: 0}];
+    var nodes = [{parent: -1, token: d.start_symbol, t: 0, logProb: 0, end: false}];
+    var finishedHyps = [];
+    var bestPenalty = Math.pow((5 + maxLen - 1) / 6, alpha);
+    for (var t = 1; t < maxLen; t++) {
+      var candidates = [];
+      for (var b = 0; b < alive.length; b++) {
+        var out = await model.decoder.run({memory: state.memory, src_mask: state.srcMask,
+                                           ys: int64(alive[b].ys)});
+        var logProbs = out.log_probs.data;
+        for (var v = 0; v < logProbs.length; v++) {
+          candidates.push({beam: b, token: v, score: Math.fround(alive[b].score + logProbs[v]),
+                           index: b * logProbs.length + v});
+        }
+      }
+      candidates.sort(function (x, y) { return y.score - x.score || x.index - y.index; });
+      var top = candidates.slice(0, 2 * k);
+      var last = t === maxLen - 1;
+      var penalty = Math.pow((5 + t) / 6, alpha);
+      var grow = function (c) {
+        var node = nodes.length;
+        nodes.push({parent: alive[c.beam].node, token: c.token, t: t, logProb: c.score,
+                    end: c.token === d.end_symbol});
+        return node;
+      };
+      top.slice(0, k).forEach(function (c) {
+        if ((last || c.token === d.end_symbol) && isFinite(c.score)) {
+          var node = grow(c);
+          nodes[node].score = c.score / penalty;
+          nodes[node].finished = true;
+          finishedHyps.push({ys: alive[c.beam].ys.concat([c.token]), score: c.score / penalty,
+                             logProb: c.score, node: node});
+        }
+      });
+      if (last) break;
+      var next = top.filter(function (c) { return c.token !== d.end_symbol; }).slice(0, k)
+        .map(function (c) {
+          return {ys: alive[c.beam].ys.concat([c.token]), score: c.score, node: grow(c)};
+        });
+      if (finishedHyps.length >= k) {
+        var kth = finishedHyps.map(function (h) { return h.score; })
+          .sort(function (x, y) { return y - x; })[k - 1];
+        if (!next.length || next[0].score / bestPenalty <= kth) break;
+      }
+      alive = next;
+    }
+    finishedHyps.sort(function (x, y) { return y.score - x.score; });
+    finishedHyps.forEach(function (h) { h.text = model.tokenizer.decode(h.ys.slice(1), d); });
+    var ranked = finishedHyps.slice(0, k);
+    return {nodes: nodes, ranked: ranked, all: finishedHyps, srcIds: state.srcIds};
+  }
+
   // What the page shows of a state: tokens, text, and the maps cut to the written rows.
   function view(state) {
     var d = state.model.manifest.decoding;
@@ -514,7 +728,9 @@
     }));
   }
 
-  var CELL = 28;
+  var NARROW_CELL = 28;
+  var WIDE_CELL = 40;  // where the box has room: each cell prints its weight
+  var WIDE_BOX = 640;
   var CHAR = 7.6;  // width of a character of 12.5 px monospace text, with some room
   var GAP = 6;
 
@@ -535,6 +751,8 @@
     };
     var left = Math.ceil(longest(rowTokens) * CHAR) + 2 * GAP;
     var top = Math.ceil(longest(colTokens) * CHAR) + 2 * GAP;
+    var CELL = box.clientWidth >= WIDE_BOX ? WIDE_CELL : NARROW_CELL;
+    var printed = CELL === WIDE_CELL;
     var width = left + colTokens.length * CELL + GAP;
     var height = top + rowTokens.length * CELL + GAP;
     var root = svg("svg", {width: width, height: height, viewBox: "0 0 " + width + " " + height,
@@ -564,11 +782,78 @@
           token + " \u2192 " + colTokens[j] + ": " + weight.toFixed(3);
         cell.addEventListener("click", function () { onCell(i, j); });
         cell.addEventListener("mouseenter", function () { onCell(i, j); });
+        if (printed) {
+          var value = svg("text", {"class": "translator-value" +
+                                   (weight > 0.5 ? " translator-value--on-dark" : ""),
+                                   x: left + j * CELL + CELL / 2, y: top + i * CELL + CELL / 2 + 4},
+                          root);
+          value.textContent = weight.toFixed(2).replace(/^0/, "");
+        }
       });
     });
     svg("rect", {"class": "translator-frame", x: left, y: top, width: colTokens.length * CELL,
                  height: rowTokens.length * CELL}, root);
     box.replaceChildren(root);
+  }
+
+  // The beam tree: one column per step, one box per prefix the search kept (its last piece and
+  // log P so far), a line to the prefix it grew from; finished hypotheses end in </s> with their
+  // score log P / lp; the best one's path is drawn thick and its box framed. data-best is its
+  // text, data-hypotheses every finished one as "text score" lines.
+  var BEAM_COL = 118, BEAM_ROW = 40, BEAM_BOX = 104;
+
+  function drawBeamTree(tree, result, tokenizer) {
+    var nodes = result.nodes;
+    var perColumn = [];
+    nodes.forEach(function (node, i) {
+      var column = perColumn[node.t] || (perColumn[node.t] = []);
+      node.slot = column.length;
+      column.push(i);
+    });
+    var rows = perColumn.reduce(function (m, c) { return Math.max(m, c.length); }, 0);
+    var width = perColumn.length * BEAM_COL + 8, height = rows * BEAM_ROW + 8;
+    tree.setAttribute("width", width);
+    tree.setAttribute("height", height);
+    tree.setAttribute("viewBox", "0 0 " + width + " " + height);
+    tree.replaceChildren();
+    var best = result.ranked[0];
+    var onPath = new Set();
+    for (var at = best.node; at >= 0; at = nodes[at].parent) onPath.add(at);
+    var place = function (i) {
+      return {x: 4 + nodes[i].t * BEAM_COL, y: 4 + nodes[i].slot * BEAM_ROW};
+    };
+    nodes.forEach(function (node, i) {
+      if (node.parent < 0) return;
+      var a = place(node.parent), b = place(i);
+      svg("path", {"class": "beam-edge" + (onPath.has(i) ? " beam-edge--best" : ""),
+                   d: "M" + (a.x + BEAM_BOX) + "," + (a.y + 16) + " C" + (a.x + BEAM_COL - 4) +
+                      "," + (a.y + 16) + " " + (b.x - 10) + "," + (b.y + 16) + " " + b.x + "," +
+                      (b.y + 16)}, tree);
+    });
+    nodes.forEach(function (node, i) {
+      var p = place(i);
+      var g = svg("g", {"class": "beam-node" + (node.finished ? " beam-node--finished" : "") +
+                        (i === best.node ? " beam-node--best" : ""),
+                        "data-node": i, "data-step": node.t}, tree);
+      svg("rect", {x: p.x, y: p.y, width: BEAM_BOX, height: 32, rx: 4}, g);
+      var label = svg("text", {x: p.x + 5, y: p.y + 13, "class": "beam-token"}, g);
+      label.textContent = tokenizer.tokens([node.token])[0];
+      var value = svg("text", {x: p.x + 5, y: p.y + 27, "class": "beam-score"}, g);
+      value.textContent = node.t === 0 ? "start" : node.finished ?
+        "score " + node.score.toFixed(3) : "log P " + node.logProb.toFixed(3);
+      if (node.finished) {
+        g.dataset.score = node.score.toFixed(6);
+        g.dataset.logProb = node.logProb.toFixed(6);
+      }
+    });
+    tree.dataset.best = best.text;
+    tree.dataset.bestScore = best.score.toFixed(6);
+    tree.dataset.hypotheses = result.all.map(function (h) {
+      return h.text + " " + h.score.toFixed(6);
+    }).join("\n");
+    tree.setAttribute("aria-label", "Beam search tree: " + result.all.length +
+                      " finished hypotheses; the best is " + best.text + ", score " +
+                      best.score.toFixed(3) + ".");
   }
 
   function option(select, value, text) {
@@ -598,6 +883,7 @@
       tgtList: q("#translator-target-tokens", "ol"),
       heatmap: q("#translator-heatmap"), caption: q("#explorer-caption"),
       seen: q("#translator-seen"), readAs: q("#translator-read-as"),
+      verdict: q("#translator-verdict"),
       language: q("#translator-language", "select", "de"),
       kind: q("#explorer-kind", "select", "cross"),
       layer: q("#explorer-layer", "select"), head: q("#explorer-head", "select"),
@@ -607,7 +893,16 @@
       topk: q("#explorer-topk", "ol"), checkpoint: q("#explorer-checkpoint", "input", "99"),
       checkpointLabel: q("#explorer-checkpoint-label"),
       replayOff: q("#explorer-replay-off", "button"),
+      play: q("#explorer-play", "button"), ticks: q("#explorer-ticks"),
+      stats: q("#explorer-checkpoint-stats"),
+      temperature: q("#explorer-temperature", "input", "0"),
+      temperatureValue: q("#explorer-temperature-value"),
+      sampleK: q("#explorer-sample-k", "select", "0"), seed: q("#explorer-seed", "input", "1"),
+      sample: q("#explorer-sample", "button"),
+      beam: root.querySelector("#explorer-beam-tree"),
     };
+    var playing = false;
+    var playTimer = null;
     var latest = 0;
     var timer = null;
     var current = null;  // the state on show
@@ -634,6 +929,7 @@
       el.cell.textContent = "";
       el.seen.hidden = true;
       el.readAs.hidden = true;
+      showVerdict(null);
       root.dataset.ys = "";
     };
     var lang = function () { return el.language.value || "de"; };
@@ -650,13 +946,16 @@
       var N = v.crossMaps.length, h = v.crossMaps[0].length;
       if (el.layer.options.length !== N) {
         el.layer.replaceChildren();
-        for (var l = 0; l < N; l++) option(el.layer, String(l), "layer " + (l + 1));
-        el.layer.value = String(N - 1);
+        // numbered from 1, as the page speaks of them; it opens on the last layer
+        for (var l = 1; l <= N; l++) option(el.layer, String(l), "layer " + l);
+        el.layer.value = String(N);
       }
       if (el.head.options.length !== h + 1) {
         el.head.replaceChildren();
         option(el.head, "average", "average of the " + h + " heads");
-        for (var a = 0; a < h; a++) option(el.head, String(a), "head " + (a + 1));
+        for (var a = 1; a <= h; a++) option(el.head, String(a), "head " + a);
+        // head 1 of the last cross-attention is the crisp one; the average is one click away
+        el.head.value = "1";
       }
     };
 
@@ -665,11 +964,12 @@
       var v = view(current);
       if (!v.crossMaps.length) return;
       fillSelectors(v);
+      // layers and heads are numbered from 1 in the selectors and the data attributes
       var kind = el.kind.value, layer = Number(el.layer.value), head = el.head.value;
       var layers = kind === "encoder-self" ? v.encoder :
         kind === "decoder-self" ? v.selfMaps : v.crossMaps;
-      var grids = layers[layer];
-      var grid = head === "average" ? average(grids) : grids[Number(head)];
+      var grids = layers[layer - 1];
+      var grid = head === "average" ? average(grids) : grids[Number(head) - 1];
       var pending = v.done ? [] : ["\u25b8 next"];
       var rowTokens = kind === "encoder-self" ? v.srcTokens : v.tgtTokens.concat(pending);
       var colTokens = kind === "encoder-self" ? v.srcTokens :
@@ -678,8 +978,8 @@
                   "decoder-self": "where each German token looks among the German tokens " +
                                   "before it",
                   "encoder-self": "where each English token looks among the English tokens"};
-      var headText = head === "average" ? "averaged over its heads" : "head " + (Number(head) + 1);
-      var title = "Layer " + (layer + 1) + ", " + headText + ": " + what[kind] + ".";
+      var headText = head === "average" ? "averaged over its heads" : "head " + head;
+      var title = "Layer " + layer + ", " + headText + ": " + what[kind] + ".";
       el.caption.textContent = title + " Each row adds up to one.";
       el.heatmap.dataset.kind = kind;
       el.heatmap.dataset.layer = layer;
@@ -691,6 +991,39 @@
         el.cell.dataset.col = j;
         el.cell.dataset.weight = grid[i][j].toFixed(6);
       });
+    };
+
+    // Right or wrong, for a German output of a text the page reads as a number: the expected
+    // words are num2words's. Shown once decoding has finished; hidden otherwise.
+    var showVerdict = function (v) {
+      var box = el.verdict;
+      var n = v && lang() === "de" ? parseNumber(current.text) : null;
+      if (n === null) {
+        box.hidden = true;
+        box.textContent = "";
+        delete box.dataset.correct;
+        delete box.dataset.expected;
+        return;
+      }
+      var expected = germanWords(n);
+      box.dataset.expected = expected;
+      if (!v.done) {
+        box.hidden = true;
+        delete box.dataset.correct;
+        return;
+      }
+      var right = v.text === expected;
+      box.dataset.correct = String(right);
+      box.hidden = false;
+      box.replaceChildren();
+      if (right) {
+        box.textContent = "\u2713 right";
+      } else {
+        var word = document.createElement("strong");
+        word.lang = "de";
+        word.textContent = expected;
+        box.append("\u2717 wrong: the right German is ", word);
+      }
     };
 
     var showSeen = function (text) {
@@ -723,6 +1056,7 @@
       drawTokens(el.tgtList, v.tgtTokens);
       root.dataset.ys = current.ys.join(" ");
       root.dataset.done = v.done ? "1" : "0";
+      showVerdict(v);
       el.step.disabled = v.done;
       el.finish.disabled = v.done;
       el.hint.textContent = v.done ?
@@ -757,7 +1091,8 @@
     var describe = function (v, ms) {
       if (v.done) {
         return "Translated in " + Math.round(ms) + " ms: " + v.tgtTokens.length +
-          " decoder steps" + (current.forced ? ", " + current.forced + " of them chosen by you" : "") +
+          " decoder steps" + (!current.forced ? "" : current.sampled ? ", " + current.forced +
+          " of them not the most probable token" : ", " + current.forced + " of them chosen by you") +
           ".";
       }
       return "Step " + (v.tgtTokens.length + 1) + ": the five most probable next tokens are " +
@@ -778,10 +1113,17 @@
           current = fresh;
         } else if (id === "finish") {
           await finish(state);
+        } else if (id === "sample") {
+          var steer = steering();
+          var sampled = await sample(state.model, state.text, steer.temperature, steer.k,
+                                     steer.seed);
+          current = sampled;
+          root.dataset.sample = [steer.temperature, steer.k, steer.seed].join(" ");
         } else if (!finished(state)) {
           await step(state, id);
         }
         if (stale(request)()) return;
+        if (id !== "sample") delete root.dataset.sample;
         show(request);
         say(finished(current) ? "done" : "stepping", describe(view(current),
             performance.now() - start));
@@ -825,6 +1167,8 @@
           root.dataset.step = model.step;
           root.dataset.ms = ms.toFixed(1);
           say("done", describe(view(current), ms));
+          if (playing) playTimer = setTimeout(playNext, PLAY_MS);
+          drawBeam(model, text, request);
         }).catch(function (error) {
           if (stale(request)()) return;
           clear();
@@ -846,9 +1190,98 @@
         entry.averaged ? "step " + entry.step + ": the average of steps " +
           entry.averaged.join(", ") : "step " + entry.step;
       el.checkpointLabel.textContent = text;
+      Array.from(el.ticks.children).forEach(function (tick, j) {
+        if (j === i && root.dataset.replay === "on") tick.setAttribute("aria-current", "step");
+        else tick.removeAttribute("aria-current");
+      });
+      showStats(root.dataset.replay === "on" ? entry.folder.split("/")[1] : "final");
       el.checkpoint.setAttribute("aria-valuetext", text);
       el.checkpoint.disabled = lang() !== "de";
+      el.play.disabled = lang() !== "de";
+      if (lang() !== "de") setPlaying(false);
       el.replayOff.disabled = root.dataset.replay !== "on";
+    };
+
+    var steering = function () {
+      var seed = Math.floor(Number(el.seed.value));
+      return {temperature: Number(el.temperature.value), k: Number(el.sampleK.value),
+              seed: Number.isFinite(seed) && seed >= 0 ? seed : 0};
+    };
+
+    // The beam tree of the text just translated, drawn once the greedy translation is on show.
+    var drawBeam = function (model, text, request) {
+      if (!el.beam) return;
+      el.beam.dataset.state = "busy";
+      queue = queue.then(async function () {
+        if (stale(request)()) return;
+        var result = await beamSearch(model, text, BEAM_SIZE, BEAM_ALPHA);
+        if (stale(request)()) return;
+        drawBeamTree(el.beam, result, model.tokenizer);
+        el.beam.dataset.text = text;
+        el.beam.dataset.step = model.step;
+        el.beam.dataset.state = "done";
+      }).catch(function (error) {
+        el.beam.dataset.state = "failed";
+        say("failed", "Beam search failed: " + error.message);
+      });
+    };
+
+    // The validation scores of a checkpoint ("final": the page's model), as data-loss and
+    // data-exact; nothing for the French model, whose checkpoints were not kept.
+    var showStats = function (key) {
+      var box = el.stats;
+      if (!box.isConnected) return;  // Home's small version has no slider
+      if (lang() !== "de") {
+        box.textContent = "";
+        delete box.dataset.loss;
+        delete box.dataset.exact;
+        return;
+      }
+      loadStats().then(function (stats) {
+        var entry = stats.checkpoints[key];
+        box.dataset.checkpoint = key;
+        box.dataset.loss = String(entry.loss);
+        box.dataset.exact = String(entry.exact);
+        box.textContent = "On the " + stats.pairs + " validation numbers: loss " +
+          entry.loss.toFixed(3) + " per token, " + entry.exact.toFixed(1) +
+          " % translated exactly right.";
+      }, function () { box.textContent = ""; });
+    };
+
+    // One label per checkpoint under the slider; a click moves the slider there.
+    var drawTicks = function (steps) {
+      el.ticks.replaceChildren.apply(el.ticks, steps.map(function (entry, i) {
+        var tick = document.createElement("button");
+        tick.type = "button";
+        tick.className = "explorer__tick";
+        tick.textContent = String(entry.step);
+        tick.title = "step " + entry.step;
+        tick.style.setProperty("--at", String(i / Math.max(1, steps.length - 1)));
+        tick.addEventListener("click", function () { moveTo(i); });
+        return tick;
+      }));
+    };
+
+    var moveTo = function (i) {
+      el.checkpoint.value = String(i);
+      root.dataset.replay = "on";
+      setCheckpointLabel();
+      translateNow();
+    };
+
+    // Play: every checkpoint in turn, from the untrained model, each shown for PLAY_MS once
+    // translated.
+    var setPlaying = function (on) {
+      playing = on;
+      clearTimeout(playTimer);
+      el.play.textContent = on ? "Pause" : "Play";
+      el.play.setAttribute("aria-pressed", String(on));
+      root.dataset.playing = on ? "1" : "0";
+    };
+    var playNext = function () {
+      var i = Number(el.checkpoint.value) + 1;
+      if (i > Number(el.checkpoint.max)) return setPlaying(false);
+      moveTo(i);
     };
 
     input.addEventListener("input", function () {
@@ -866,18 +1299,33 @@
       });
     });
     el.step.addEventListener("click", function () { act(undefined); });
+    el.sample.addEventListener("click", function () { act("sample"); });
+    var showTemperature = function () {
+      el.temperatureValue.textContent = Number(el.temperature.value).toFixed(1);
+    };
+    showTemperature();
+    el.temperature.addEventListener("input", showTemperature);
     el.restart.addEventListener("click", function () { act(null); });
     el.finish.addEventListener("click", function () { act("finish"); });
     [el.kind, el.layer].forEach(function (select) {
       select.addEventListener("change", drawMap);
     });
     el.head.addEventListener("change", drawMap);
+    el.play.addEventListener("click", function () {
+      if (playing) return setPlaying(false);
+      setPlaying(true);
+      var last = Number(el.checkpoint.max);
+      moveTo(root.dataset.replay !== "on" || Number(el.checkpoint.value) >= last ? 0 :
+        Number(el.checkpoint.value) + 1);
+    });
     el.checkpoint.addEventListener("input", function () {
+      setPlaying(false);
       root.dataset.replay = "on";
       setCheckpointLabel();
       translateNow();
     });
     el.replayOff.addEventListener("click", function () {
+      setPlaying(false);
       root.dataset.replay = "off";
       setCheckpointLabel();
       translateNow();
@@ -908,6 +1356,7 @@
       root.__manifest = model.manifest;
       el.checkpoint.max = String(model.manifest.training_steps.length - 1);
       el.checkpoint.value = el.checkpoint.max;
+      drawTicks(model.manifest.training_steps);
       root.dataset.replay = "off";
       setCheckpointLabel();
       // since this page was shown, and since the navigation started (a full page load)
@@ -922,7 +1371,9 @@
   window.translatorDemo = {BpeTokenizer: BpeTokenizer, loadModel: loadModel, clean: clean,
                            canonical: canonical, parseNumber: parseNumber,
                            numberWords: numberWords, translate: translate, begin: begin,
-                           run: run, step: step, view: view, topK: topK};
+                           run: run, step: step, view: view, topK: topK,
+                           germanWords: germanWords, mulberry32: mulberry32,
+                           sampleId: sampleId, sample: sample, beamSearch: beamSearch};
 
   function onPage() {
     var input = document.getElementById("translator-source");

@@ -12,6 +12,7 @@ error or on a request that leaves the site.
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 import pytest
@@ -161,7 +162,14 @@ def test_the_default_example_is_a_crossing_one_and_its_map_shows_the_crossing(pa
     view = state(page)
     assert view["source"] == CROSSING and view["target"] == german.translate(CROSSING)
     assert view["target"] == "vierhunderteinundvierzig"
-    assert view["kind"] == "cross" and view["layer"] == 1 and view["head"] == "average"
+    # it opens on cross-attention, layer 2, head 1, numbered from 1
+    assert view["kind"] == "cross" and view["layer"] == 2 and view["head"] == "1"
+    assert view["caption"].startswith("Layer 2, head 1:")
+    options = page.evaluate("() => Array.from(document.querySelectorAll("
+                            "'#explorer-layer option, #explorer-head option'),"
+                            " (o) => [o.value, o.textContent])")
+    assert options == [["1", "layer 1"], ["2", "layer 2"], ["average", "average of the 4 heads"],
+                       ["1", "head 1"], ["2", "head 2"], ["3", "head 3"], ["4", "head 4"]]
     # the row of the units piece peaks on the English "one", after "forty"
     names = german.names
     src = [names[i] for i in german.src(CROSSING)]
@@ -170,9 +178,15 @@ def test_the_default_example_is_a_crossing_one_and_its_map_shows_the_crossing(pa
     units_row = next(i for i, t in enumerate(out) if "ein" in t)
     tens_row = next(i for i, t in enumerate(out) if "vierzig" in t and i > units_row)
     peak = lambda row: max(range(len(src)), key=lambda c: grid[(row, c)])
-    assert "one" in src[peak(units_row)], (src, out, peak(units_row))
-    assert src[peak(tens_row)] == "\u2581forty-", (src, peak(tens_row))
+    assert src[peak(units_row)] == "one", (src, out, peak(units_row))
+    assert grid[(units_row, peak(units_row))] > 0.9
     assert "darker" not in view["caption"]
+    # the average of the heads is one click away, and shows the tens looking back
+    page.select_option("#explorer-head", "average")
+    average = {(r, c): w for r, c, w in state(page)["weights"]}
+    assert src[max(range(len(src)), key=lambda c: average[(tens_row, c)])] == "\u2581forty-"
+    assert "one" in src[max(range(len(src)), key=lambda c: average[(units_row, c)])]
+    page.select_option("#explorer-head", "1")
     # what the page says of the heads of layer 2 (head 1: ein on "one"; 3 and 4: undvierzig
     # on "forty-")
     reference = german.run(CROSSING, view["ys"][:-1])["cross"][1]
@@ -226,18 +240,21 @@ def test_every_layer_and_head_of_every_map_is_pytorchs(page, german, kind):
     ys = view["ys"]
     reference = german.run(CROSSING, ys[:-1])  # the rows of every written token
     page.select_option("#explorer-kind", kind)
-    for layer in range(german.model.config.N):
+    for layer in range(1, german.model.config.N + 1):  # numbered from 1 on the page
         page.select_option("#explorer-layer", str(layer))
-        for head in ["average", *map(str, range(german.model.config.h))]:
+        for head in ["average", *map(str, range(1, german.model.config.h + 1))]:
             page.select_option("#explorer-head", head)
             view = state(page)
-            maps = reference[kind][layer]
-            want = maps.mean(0) if head == "average" else maps[int(head)]
+            assert (view["layer"], view["head"]) == (layer, head)
+            maps = reference[kind][layer - 1]
+            want = maps.mean(0) if head == "average" else maps[int(head) - 1]
             assert (view["rows"], view["cols"]) == tuple(want.shape)
             assert len(view["weights"]) == want.numel()
             for r, c, w in view["weights"]:
                 assert abs(w - float(want[r, c])) < MAP_TOLERANCE, (kind, layer, head, r, c)
     page.select_option("#explorer-kind", "cross")
+    page.select_option("#explorer-layer", "2")
+    page.select_option("#explorer-head", "1")
 
 
 def test_a_tap_on_a_cell_shows_its_value(page):
@@ -350,6 +367,16 @@ def test_the_explorer_fits_the_screen(browser, origin, width, scheme):
         })""")
         assert layout["page"] <= layout["inner"] + 1, layout
         assert layout["box"] in ("auto", "scroll")
+        width = tab.evaluate("() => document.querySelector('.translator').offsetWidth")
+        # the untrained checkpoint writes one piece over and over: the widget keeps its width
+        slide_to(tab, 0, "0000")
+        untrained = tab.evaluate("""() => ({
+          page: document.scrollingElement.scrollWidth, inner: innerWidth,
+          widget: document.querySelector('.translator').offsetWidth,
+          output: document.getElementById('translator-target').textContent.length})""")
+        assert untrained["output"] > 200, untrained  # dreihundert, dozens of times
+        assert untrained["widget"] == width and untrained["page"] <= untrained["inner"] + 1, (
+            untrained, width)
     finally:
         context.close()
 
@@ -374,3 +401,295 @@ def test_home_has_a_small_version_that_loads_the_model_only_when_asked(browser, 
         assert tab.evaluate("() => document.scrollingElement.scrollWidth <= innerWidth + 1")
     finally:
         context.close()
+
+
+def german_numbers() -> list[int]:
+    """Edge cases of German number words, and random numbers of every length up to 10^15."""
+    rng = random.Random(0)
+    edges = [0, 1, 2, 11, 12, 16, 17, 21, 30, 31, 71, 99, 100, 101, 110, 111, 121, 199, 1000,
+             1001, 1100, 1101, 10_000, 21_000, 100_000, 101_000, 100_001, 300_017, 999_999,
+             1_000_000, 1_000_001, 1_001_000, 2_000_000, 21_000_000, 101_000_000, 10**9,
+             2 * 10**9, 10**12, 10**12 + 1, 2 * 10**12, 10**15 - 1]
+    return edges + [rng.randrange(10**k) for k in range(1, 16) for _ in range(60)]
+
+
+def test_german_number_words_are_num2words(page):
+    numbers = german_numbers()
+    words = page.evaluate("(ns) => ns.map((n) => window.translatorDemo.germanWords(n))", numbers)
+    wrong = [(n, w) for n, w in zip(numbers, words) if w != num2words(n, lang="de")]
+    assert not wrong, wrong[:5]
+    assert words[:4] == ["null", "eins", "zwei", "elf"]
+    for bad in [-1, 10**15, 1.5]:
+        message = page.evaluate(
+            "(n) => { try { window.translatorDemo.germanWords(n); return null; }"
+            " catch (e) { return e.name + ': ' + e.message; } }", bad)
+        assert message is not None and message.startswith("RangeError") and str(int(bad)) in message
+
+
+VERDICT = """() => { const v = document.getElementById('translator-verdict');
+  return {hidden: v.hidden, correct: v.dataset.correct ?? null,
+          expected: v.dataset.expected ?? null, text: v.textContent}; }"""
+
+
+@pytest.mark.parametrize("text, number", [
+    (CROSSING, 441),
+    ("three hundred thousand and seventeen", 300_017),
+    ("a hundred and one", 101),
+    ("twenty one", 21),
+    ("hello world", None),
+])
+def test_the_verdict_compares_the_output_with_num2words(page, german, text, number):
+    view = typed(page, text)
+    verdict = page.evaluate(VERDICT)
+    if number is None:
+        assert verdict == {"hidden": True, "correct": None, "expected": None, "text": ""}
+        return
+    expected = num2words(number, lang="de")
+    assert verdict["expected"] == expected and not verdict["hidden"]
+    output = german.translate(view["text"])
+    assert view["target"] == output
+    assert verdict["correct"] == str(output == expected).lower()
+    if output == expected:
+        assert "right" in verdict["text"] and expected not in verdict["text"]
+    else:  # the right German is shown beside the wrong one
+        assert "wrong" in verdict["text"] and expected in verdict["text"]
+
+
+def test_the_verdict_flags_a_wrong_answer_of_the_shipped_model(page, german):
+    text = "three hundred thousand and seventeen"
+    # the mistake the page quotes
+    assert german.translate(text) == "dreihundertsiebzehntausendsiebzehn"
+    assert num2words(300_017, lang="de") == "dreihunderttausendsiebzehn"
+    typed(page, text)
+    verdict = page.evaluate(VERDICT)
+    assert verdict["correct"] == "false" and "dreihunderttausendsiebzehn" in verdict["text"]
+    prose = (ROOT / "docs" / "try-it.md").read_text(encoding="utf-8")
+    assert "*dreihundertsiebzehntausendsiebzehn*" in prose and "*dreihunderttausendsiebzehn*" in prose
+
+
+def slide_to(tab, index: int, folder: str) -> None:
+    tab.evaluate("(i) => { const s = document.getElementById('explorer-checkpoint');"
+                 " s.value = String(i); s.dispatchEvent(new Event('input')); }", index)
+    tab.wait_for_function(
+        "(s) => { const r = document.querySelector('.translator');"
+        " return r.dataset.step === s && r.dataset.state === 'done'; }",
+        arg=folder, timeout=TIMEOUT_MS)
+
+
+STATS = """() => { const s = document.getElementById('explorer-checkpoint-stats');
+  return {checkpoint: s.dataset.checkpoint, loss: Number(s.dataset.loss),
+          exact: Number(s.dataset.exact), text: s.textContent}; }"""
+
+
+@torch.no_grad()
+def validation_loss(model: Model, pairs: list[tuple[str, str]]) -> float:
+    """Cross-entropy per target token with the reference prefix fed in, in plain PyTorch."""
+    from torch.nn.utils.rnn import pad_sequence
+
+    from vanilla_transformer.data.tokenizer import BOS, PAD
+
+    rows = lambda ids: pad_sequence([torch.tensor(i) for i in ids], batch_first=True,
+                                    padding_value=PAD)
+    src = rows([model.src(s) for s, _ in pairs])
+    tgt = rows([[BOS, *model.tokenizer.encode(t), EOS] for _, t in pairs])
+    inputs, gold = tgt[:, :-1], tgt[:, 1:]
+    src_mask = (src != PAD).unsqueeze(1)
+    tgt_mask = (inputs != PAD).unsqueeze(1) & subsequent_mask(inputs.size(1))
+    m = model.model
+    log_probs = m.generator(m.decode(m.encode(src, src_mask), src_mask, inputs, tgt_mask))
+    picked = log_probs.gather(-1, gold.unsqueeze(-1)).squeeze(-1)
+    keep = gold != PAD
+    return float(-(picked * keep).sum() / keep.sum())
+
+
+def test_the_checkpoint_stats_are_each_checkpoints_validation_scores(page, manifest, german):
+    from vanilla_transformer.data.numbers import number_corpus
+
+    valid = number_corpus("de", seed=0)["valid"]
+    typed(page, CROSSING)
+    ticks = page.evaluate("() => Array.from(document.querySelectorAll('#explorer-ticks button'),"
+                          " (b) => b.textContent)")
+    assert ticks == [str(entry["step"]) for entry in manifest["training_steps"]]
+    # the page's own model while the replay is off
+    stats = page.evaluate(STATS)
+    assert stats["checkpoint"] == "final"
+    assert abs(stats["loss"] - validation_loss(german, valid)) < 1e-3
+    for index, entry in enumerate(manifest["training_steps"]):
+        folder = entry["folder"].split("/")[1]
+        slide_to(page, index, folder)
+        page.wait_for_function("(s) => document.getElementById('explorer-checkpoint-stats')"
+                               ".dataset.checkpoint === s", arg=folder)
+        stats = page.evaluate(STATS)
+        model = Model(ASSETS / entry["folder"], ASSETS / "tokenizer.json")
+        assert abs(stats["loss"] - validation_loss(model, valid)) < 1e-3, entry["step"]
+        assert f"{stats['loss']:.3f}" in stats["text"] and f"{stats['exact']:.1f} %" in stats["text"]
+        if entry["step"] == 200:  # greedy exact match, measured again for one checkpoint
+            sources = [model.src(s) for s, _ in valid]
+            outs = translate_ids(model.model, sources, beam_size=1, batch_size=100)
+            right = sum(model.tokenizer.decode(o) == t for o, (_, t) in zip(outs, valid))
+            assert stats["exact"] == pytest.approx(100 * right / len(valid), abs=0.05)
+        assert page.get_attribute("#explorer-ticks button[aria-current='step']",
+                                  "title") == f"step {entry['step']}"
+    # the loss falls from the untrained model's, about ln(vocabulary), to the end of the run
+    first, last = (json.loads((ASSETS / "checkpoint_stats.json").read_text())["checkpoints"][k]
+                   for k in ("0000", "1200"))
+    assert first["loss"] > 5 > 1 > last["loss"] and first["exact"] == 0 < last["exact"]
+    page.click("#explorer-replay-off")
+    page.wait_for_function("() => document.getElementById('explorer-checkpoint-stats')"
+                           ".dataset.checkpoint === 'final'")
+
+
+def test_play_walks_through_every_checkpoint(page, manifest):
+    typed(page, CROSSING)
+    page.click("#explorer-play")
+    assert page.get_attribute("#explorer-play", "aria-pressed") == "true"
+    seen: list[str] = []
+    for entry in manifest["training_steps"]:
+        folder = entry["folder"].split("/")[1]
+        page.wait_for_function(
+            "(s) => { const r = document.querySelector('.translator');"
+            " return r.dataset.step === s && r.dataset.state === 'done'; }",
+            arg=folder, timeout=TIMEOUT_MS)
+        seen.append(folder)
+    page.wait_for_function("() => document.querySelector('.translator').dataset.playing === '0'",
+                           timeout=TIMEOUT_MS)
+    assert seen == [e["folder"].split("/")[1] for e in manifest["training_steps"]]
+    assert page.inner_text("#explorer-play") == "Play"
+    page.click("#explorer-replay-off")
+    page.wait_for_function("() => { const r = document.querySelector('.translator');"
+                           " return r.dataset.step === 'final' && r.dataset.state === 'done'; }")
+
+
+def mulberry32(seed: int):
+    """The page's seeded generator, in Python."""
+    a = seed & 0xFFFFFFFF
+
+    def imul(x: int, y: int) -> int:
+        return (x * y) & 0xFFFFFFFF
+
+    def draw() -> float:
+        nonlocal a
+        a = (a + 0x6D2B79F5) & 0xFFFFFFFF
+        t = imul(a ^ (a >> 15), a | 1)
+        t ^= (t + imul(t ^ (t >> 7), t | 61)) & 0xFFFFFFFF
+        return ((t ^ (t >> 14)) & 0xFFFFFFFF) / 4294967296
+
+    return draw
+
+
+def python_sample(model: Model, text: str, temperature: float, k: int, seed: int) -> list[int]:
+    """Top-k sampling at a temperature, drawing as the page does, from PyTorch's probabilities."""
+    import math
+
+    from vanilla_transformer.data.tokenizer import BOS
+    from vanilla_transformer.inference.evaluate import MAX_EXTRA
+
+    draw = mulberry32(seed)
+    ys, max_len = [BOS], len(model.src(text)) + MAX_EXTRA + 1
+    while ys[-1] != EOS and len(ys) < max_len:
+        logp = model.run(text, ys)["probs"].log().tolist()
+        ids = sorted(range(len(logp)), key=lambda i: (-logp[i], i))[: k or None]
+        weights = [math.exp(logp[i] / temperature - logp[ids[0]] / temperature) for i in ids]
+        u, total, acc = draw(), sum(weights), 0.0
+        choice = ids[-1]
+        for i, w in zip(ids, weights):
+            acc += w / total
+            if u < acc:
+                choice = i
+                break
+        ys.append(choice)
+    return ys
+
+
+def sampled(tab, temperature: float, k: int, seed: int) -> dict:
+    tab.evaluate("([t, k, s]) => { const x = document.getElementById('explorer-temperature');"
+                 " x.value = String(t); x.dispatchEvent(new Event('input'));"
+                 " document.getElementById('explorer-sample-k').value = String(k);"
+                 " document.getElementById('explorer-seed').value = String(s); }",
+                 [temperature, k, seed])
+    tab.click("#explorer-sample")
+    tab.wait_for_function(
+        "(want) => { const r = document.querySelector('.translator');"
+        " return r.dataset.sample === want && r.dataset.state === 'done'; }",
+        arg=f"{temperature:g} {k} {seed}", timeout=TIMEOUT_MS)
+    return state(tab)
+
+
+def test_sampling_is_seeded_and_temperature_zero_is_greedy(page, german):
+    text = "seven hundred and seventy-seven thousand, seven hundred and seventy-seven"
+    typed(page, text)
+    greedy = german.translate(text)
+    view = sampled(page, 0, 0, 5)
+    assert view["target"] == greedy and view["done"]
+    first = sampled(page, 1.5, 0, 3)["ys"]
+    click(page, "#explorer-restart")
+    assert sampled(page, 1.5, 0, 3)["ys"] == first  # the same seed, the same draws
+    assert first == python_sample(german, text, 1.5, 0, 3)
+    hot = sampled(page, 2, 5, 11)
+    assert hot["ys"] == python_sample(german, text, 2.0, 5, 11)
+    assert page.evaluate("() => document.getElementById('explorer-temperature-value')"
+                         ".textContent") == "2.0"
+    # the JavaScript generator is the Python one
+    draws = page.evaluate("() => { const r = window.translatorDemo.mulberry32(7);"
+                          " return [r(), r(), r()]; }")
+    ref = mulberry32(7)
+    assert draws == [ref(), ref(), ref()]
+
+
+def test_the_smoothing_sentence_links_the_training_lesson(page):
+    link = page.get_attribute("#explorer-smoothing a", "href")
+    assert link.endswith("learn/training/#top-candidate")
+    assert "1 \u2212 \u03b5" in page.inner_text("#explorer-smoothing")
+
+
+@pytest.mark.parametrize("text", [CROSSING, "three hundred thousand and seventeen",
+                                  "twenty one", "a hundred and one",
+                                  "nine hundred and ninety-nine thousand, nine hundred and "
+                                  "ninety-nine"])
+def test_the_beam_tree_is_the_packages_beam_search(page, german, text):
+    from vanilla_transformer.data.tokenizer import BOS
+    from vanilla_transformer.inference.beam import beam_search
+    from vanilla_transformer.inference.evaluate import MAX_EXTRA
+
+    view = typed(page, text)
+    page.wait_for_function(
+        "(t) => { const b = document.getElementById('explorer-beam-tree');"
+        " return b.dataset.state === 'done' && b.dataset.text === t; }",
+        arg=view["text"], timeout=TIMEOUT_MS)
+    tree = page.evaluate("""() => { const b = document.getElementById('explorer-beam-tree');
+      return {best: b.dataset.best, score: Number(b.dataset.bestScore),
+              hyps: b.dataset.hypotheses.split('\\n'), tag: b.tagName.toLowerCase(),
+              finished: b.querySelectorAll('.beam-node--finished').length,
+              labels: Array.from(b.querySelectorAll('.beam-node--finished .beam-score'),
+                                 (t) => t.textContent)}; }""")
+    src = torch.tensor([german.src(view["text"])])
+    _, _, (ranked,) = beam_search(german.model, src, None, src.size(1) + MAX_EXTRA + 1, BOS, EOS,
+                                  beam_size=4, length_penalty=0.6, return_all=True)
+    best = german.tokenizer.decode(ranked[0].tokens.tolist())
+    (package,) = translate_ids(german.model, [german.src(view["text"])], beam_size=4)
+    assert tree["tag"] == "svg" and tree["best"] == best == german.tokenizer.decode(package)
+    assert abs(tree["score"] - ranked[0].score) < 1e-4
+    # every hypothesis is drawn with its score; the best four are the package's, in order
+    assert tree["finished"] == len(tree["hyps"]) == len(tree["labels"]) >= len(ranked)
+    for line, hyp in zip(tree["hyps"], ranked):
+        words, score = line.rsplit(" ", 1)
+        assert words == german.tokenizer.decode(hyp.tokens.tolist())
+        assert abs(float(score) - hyp.score) < 1e-4
+    shown = sorted(float(label.split()[-1]) for label in tree["labels"])
+    scores = sorted(float(h.rsplit(" ", 1)[1]) for h in tree["hyps"])
+    assert all(abs(a - b) <= 0.0005 + 1e-9 for a, b in zip(shown, scores)), (shown, scores)
+
+
+def test_at_1400_px_every_cell_prints_its_weight(page):
+    view = typed(page, CROSSING)
+    printed = page.evaluate("() => Array.from(document.querySelectorAll("
+                            "'#translator-heatmap text.translator-value'), (t) => t.textContent)")
+    assert len(printed) == len(view["weights"]) == view["rows"] * view["cols"]
+    for text, (_, _, weight) in zip(printed, view["weights"]):
+        assert float(text) == pytest.approx(weight, abs=0.005 + 1e-9)
+    size = page.evaluate("() => Number(document.querySelector("
+                         "'#translator-heatmap rect.translator-cell').getAttribute('width'))")
+    assert size >= 40
+    # the text does not catch the pointer: a click on a printed value reaches its cell
+    page.click("#translator-heatmap text.translator-value >> nth=0", force=True)
+    assert page.get_attribute("#explorer-cell", "data-row") == "0"
