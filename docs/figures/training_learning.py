@@ -50,7 +50,7 @@ def right_piece_probs() -> tuple[list[str], dict[str, list[float]]]:
 
 def draw() -> plt.Figure:
     pieces, probs = right_piece_probs()
-    fig, ax = plt.subplots(figsize=(4.7, 3.0), layout="constrained")
+    fig, ax = plt.subplots(figsize=(4.7, 2.8), layout="constrained")
     width = 0.8 / len(probs)
     for m, ((label, row), colour) in enumerate(zip(probs.items(), COLOURS, strict=True)):
         x = [i - 0.4 + width * (m + 0.5) for i in range(len(pieces))]

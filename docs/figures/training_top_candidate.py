@@ -75,7 +75,7 @@ def top_probabilities() -> dict[str, list[float]]:
 
 def draw() -> plt.Figure:
     tops = top_probabilities()
-    fig, axes = plt.subplots(2, 1, figsize=(4.7, 3.9), layout="constrained", sharex=True)
+    fig, axes = plt.subplots(2, 1, figsize=(4.7, 3.5), layout="constrained", sharex=True)
     bins = [0.8 + 0.005 * i for i in range(41)]
     clip = [min(max(p, 0.8), 1.0) for p in tops["translator"]]
     axes[0].hist(clip, bins=bins, color=SMOOTHED)
