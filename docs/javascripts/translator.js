@@ -800,10 +800,15 @@
   // log P so far), a line to the prefix it grew from; finished hypotheses end in </s> with their
   // score log P / lp; the best one's path is drawn thick and its box framed. data-best is its
   // text, data-hypotheses every finished one as "text score" lines.
-  var BEAM_COL = 118, BEAM_ROW = 40, BEAM_BOX = 104;
+  var BEAM_ROW = 40, BEAM_CHAR = 7.4;  // a character of 12 px monospace text, with some room
 
   function drawBeamTree(tree, result, tokenizer) {
     var nodes = result.nodes;
+    // each box as wide as the longest piece or score it holds
+    var chars = nodes.reduce(function (m, node) {
+      return Math.max(m, Array.from(tokenizer.tokens([node.token])[0]).length);
+    }, "log P -00.000".length);
+    var BEAM_BOX = Math.ceil(chars * BEAM_CHAR) + 10, BEAM_COL = BEAM_BOX + 14;
     var perColumn = [];
     nodes.forEach(function (node, i) {
       var column = perColumn[node.t] || (perColumn[node.t] = []);
