@@ -959,8 +959,9 @@
         el.head.replaceChildren();
         option(el.head, "average", "average of the " + h + " heads");
         for (var a = 1; a <= h; a++) option(el.head, String(a), "head " + a);
-        // head 1 of the last cross-attention is the crisp one; the average is one click away
-        el.head.value = "1";
+        // head 1 of the last cross-attention is the crisp one; the average is one click away.
+        // Home's small version has no menu and shows the average, the whole route at once.
+        el.head.value = el.head.isConnected ? "1" : "average";
       }
     };
 

@@ -367,6 +367,10 @@ def test_the_explorer_fits_the_screen(browser, origin, width, scheme):
         })""")
         assert layout["page"] <= layout["inner"] + 1, layout
         assert layout["box"] in ("auto", "scroll")
+        # a phone's map keeps small cells, without printed values
+        printed = tab.evaluate("() => document.querySelectorAll("
+                               "'#translator-heatmap text.translator-value').length")
+        assert (printed > 0) == (width == 1400), printed
         width = tab.evaluate("() => document.querySelector('.translator').offsetWidth")
         # the untrained checkpoint writes one piece over and over: the widget keeps its width
         slide_to(tab, 0, "0000")
@@ -398,6 +402,8 @@ def test_home_has_a_small_version_that_loads_the_model_only_when_asked(browser, 
         view = tab.evaluate(STATE)
         assert view["target"] == german.translate(CROSSING) == "vierhunderteinundvierzig"
         assert view["kind"] == "cross" and view["rows"] == len(view["ys"]) - 1
+        # no menu there: the average of layer 2's heads, which shows the whole route
+        assert (view["layer"], view["head"]) == (2, "average")
         assert tab.evaluate("() => document.scrollingElement.scrollWidth <= innerWidth + 1")
     finally:
         context.close()
