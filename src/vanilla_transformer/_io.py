@@ -108,10 +108,8 @@ def _temporary(path: str | os.PathLike[str]) -> tuple[Path, int, str]:
 
 def _remove(tmp: str) -> None:
     """Remove a temporary file if it is still there."""
-    try:
+    with contextlib.suppress(FileNotFoundError):
         os.unlink(tmp)
-    except FileNotFoundError:
-        pass
 
 
 def atomic_torch_save(obj: Any, path: str | os.PathLike[str]) -> Path:
