@@ -275,7 +275,7 @@ def test_dark_mode_follows_the_reader(browser, origin):
 # --------------------------------------------------------------------------------------------- #
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _read(path: Path) -> str:
     return path.read_text(encoding="utf-8")
 
@@ -300,7 +300,7 @@ class _LinksAndIds(HTMLParser):
                 self.links.append(attrs[attr])
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _parse(path: Path) -> _LinksAndIds:
     parser = _LinksAndIds()
     parser.feed(_read(path))
@@ -332,8 +332,8 @@ def test_every_internal_link_and_anchor_resolves(site):
             if target is None:
                 broken.append(f"{page_url}: {link} (no such file)")
                 continue
-            if resolved.fragment and target.suffix == ".html":
-                if unquote(resolved.fragment) not in _parse(target).ids:
+            if (resolved.fragment and target.suffix == ".html"
+                    and unquote(resolved.fragment) not in _parse(target).ids):
                     broken.append(f"{page_url}: {link} (no id {resolved.fragment!r} on the target page)")
     assert pages > 1
     assert not broken, f"{len(broken)} broken links:\n" + "\n".join(broken[:100])
