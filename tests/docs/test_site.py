@@ -334,7 +334,7 @@ def test_every_internal_link_and_anchor_resolves(site):
                 continue
             if (resolved.fragment and target.suffix == ".html"
                     and unquote(resolved.fragment) not in _parse(target).ids):
-                    broken.append(f"{page_url}: {link} (no id {resolved.fragment!r} on the target page)")
+                broken.append(f"{page_url}: {link} (no id {resolved.fragment!r} on the target page)")
     assert pages > 1
     assert not broken, f"{len(broken)} broken links:\n" + "\n".join(broken[:100])
 
