@@ -34,7 +34,7 @@ log = logging.getLogger("mkdocs.hooks.code_map")
 PAGE = "code-map.md"
 PACKAGE = "vanilla_transformer"
 # The layers, bottom to top: a module may import only from its own layer and those before it.
-LAYERS = ["_checks", "_io", "model", "data", "inference", "training", "interop", "analysis",
+LAYERS = ["_checks", "_io", "config", "model", "data", "inference", "analysis", "training", "interop",
           "practice", "cli"]
 LAYERS_MARK = "<!-- code-map:layers -->"
 MODULES_MARK = "<!-- code-map:modules -->"

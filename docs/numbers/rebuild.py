@@ -7,8 +7,8 @@ import inspect
 
 def values() -> dict[str, int]:
     from vanilla_transformer.practice import STARTERS, STEPS, catalogue
-    from vanilla_transformer.practice.blocks import Attention
-    from vanilla_transformer.practice.translator import check_translator
+    from vanilla_transformer.practice._blocks import Attention
+    from vanilla_transformer.practice._translator import check_translator
 
     numbers = inspect.signature(check_translator).parameters["count"].default
     return {

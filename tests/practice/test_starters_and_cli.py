@@ -26,7 +26,7 @@ from vanilla_transformer.practice import (
     tensor_difference,
     write_starters,
 )
-from vanilla_transformer.practice.starters import LoadError
+from vanilla_transformer.practice._starters import LoadError
 
 from ._answers import SOLUTIONS
 

@@ -13,7 +13,7 @@ from vanilla_transformer.inference.greedy import greedy_decode
 from vanilla_transformer.model.encoder_decoder import make_model
 from vanilla_transformer.model.masks import subsequent_mask
 from vanilla_transformer.practice import check
-from vanilla_transformer.practice.translator import held_out_numbers
+from vanilla_transformer.practice._translator import held_out_numbers
 
 from ._answers import answer
 

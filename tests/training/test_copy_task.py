@@ -13,6 +13,7 @@ import torch
 from vanilla_transformer import data_gen
 from vanilla_transformer.cli.copy_task import main, register, run_copy_task
 from vanilla_transformer.data import START_SYMBOL, heldout_sequences
+from vanilla_transformer.model import make_model_from_config
 from vanilla_transformer.training import COPY_MODEL, CopyTaskConfig, exact_match, train_copy_model
 
 TINY = CopyTaskConfig(model=COPY_MODEL.replace(d_model=16, d_ff=32, h=2), batch_size=8,
@@ -42,7 +43,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
 def test_defaults_match_the_documented_task():
     c = CopyTaskConfig()
     assert (c.vocab, c.seq_len) == (11, 10)
-    assert c.model == COPY_MODEL and c.make_model().config == COPY_MODEL
+    assert c.model == COPY_MODEL and make_model_from_config(c.model).config == COPY_MODEL
 
 
 def test_the_constructor_is_the_dataclass_one():
@@ -59,7 +60,7 @@ def test_the_models_vocabularies_follow_vocab():
     c = CopyTaskConfig(vocab=13, model=COPY_MODEL.replace(src_vocab=5, tgt_vocab=7))
     assert (c.model.src_vocab, c.model.tgt_vocab) == (13, 13)
     assert c.replace(vocab=5).model.tgt_vocab == 5
-    assert c.make_model().generator.proj.out_features == 13
+    assert make_model_from_config(c.model).generator.proj.out_features == 13
     with pytest.raises(TypeError, match=r"\['src_vocab'\]"):
         c.replace(src_vocab=5)  # the vocabulary is set once, by vocab
 

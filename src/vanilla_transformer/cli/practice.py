@@ -98,7 +98,7 @@ def run_check(args: argparse.Namespace) -> int:
         0 on a pass, 1 on a failure, 2 if the file does not load or lacks the step's name.
     """
     from ..practice import OBJECTS, check
-    from ..practice.starters import LoadError, load_file
+    from ..practice._starters import LoadError, load_file
 
     try:
         module = load_file(args.file)

@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import asdict, dataclass, field, fields
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .model import PAPER_OPTIONS, PRESETS, ModelConfig, check_int, check_number, check_probability
-
-if TYPE_CHECKING:
-    from ..model.encoder_decoder import EncoderDecoder
 
 __all__ = ["MAX_COUNT", "COPY_MODEL", "CopyTaskConfig", "TRANSLATION_PRESETS", "DEFAULT_PRESET",
            "TranslationConfig", "RunOptions", "RUN_OPTIONS", "BEST_METRICS", "DEVICES",
@@ -191,12 +188,6 @@ class CopyTaskConfig:
         if model_changes and isinstance(model, ModelConfig):  # else __post_init__ refuses it
             own["model"] = model.replace(**model_changes)
         return cls(**own)
-
-    def make_model(self) -> EncoderDecoder:
-        """A freshly initialised model of this size (uses the global random generator)."""
-        from ..model.encoder_decoder import make_model_from_config
-
-        return make_model_from_config(self.model)
 
 
 TRANSLATION_PRESETS: dict[str, dict[str, Any]] = {

@@ -22,8 +22,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ._core import CheckResult, Mistake, Step, run_step, tensor_difference
-from .blocks import (
+from ._blocks import (
     Attention,
     EmbeddingsStep,
     FeedForward,
@@ -32,11 +31,12 @@ from .blocks import (
     PositionalEncodingStep,
     SubsequentMask,
 )
-from .decoding import GreedyDecode
-from .layers import DecoderLayerStep, EncoderDecoderStep, EncoderLayerStep, Sublayer
-from .loss import LabelSmoothingStep
-from .starters import STARTERS, load_file, write_starters
-from .translator import check_translator
+from ._core import CheckResult, Mistake, Step, run_step, tensor_difference
+from ._decoding import GreedyDecode
+from ._layers import DecoderLayerStep, EncoderDecoderStep, EncoderLayerStep, Sublayer
+from ._loss import LabelSmoothingStep
+from ._starters import STARTERS, load_file, write_starters
+from ._translator import check_translator
 
 __all__ = ["STEPS", "OBJECTS", "check", "catalogue", "CheckResult", "Mistake", "Step",
            "tensor_difference", "write_starters", "load_file", "STARTERS"]

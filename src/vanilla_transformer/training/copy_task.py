@@ -18,7 +18,7 @@ import torch
 from ..config import COPY_MODEL, CopyTaskConfig
 from ..data.copy_task import PAD, START_SYMBOL, data_gen
 from ..inference.greedy import greedy_decode
-from ..model.encoder_decoder import EncoderDecoder
+from ..model.encoder_decoder import EncoderDecoder, make_model_from_config
 from .loop import FitProgress, TrainState, fit
 from .loss import SimpleLossCompute, label_smoothed_kl
 from .ranks import check_fits_memory
@@ -95,7 +95,7 @@ def train_copy_model(
     callbacks = [] if on_step is None else [_OnStep(on_step)]
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(config.seed)
-        model = config.make_model()
+        model = make_model_from_config(config.model)
         optimizer, scheduler = make_optimizer(model, config.model.d_model, factor=config.factor,
                                               warmup=config.warmup)
         criterion = functools.partial(label_smoothed_kl, padding_idx=PAD,

@@ -24,7 +24,7 @@ from .._io import atomic_torch_save
 from ..config import DEFAULT_TIMEOUT, CopyTaskConfig
 from ..data.batching import Batch
 from ..data.copy_task import PAD, data_gen
-from ..model.encoder_decoder import EncoderDecoder
+from ..model.encoder_decoder import EncoderDecoder, make_model_from_config
 from .loop import TrainState, run_epoch
 from .loss import LabelSmoothing, SimpleLossCompute
 from .ranks import check_timeout, leave, nccl_device, start_group
@@ -189,7 +189,7 @@ def train_distributed(
 
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(config.seed)  # the same initial weights on every rank
-            model = config.make_model().to(device)
+            model = make_model_from_config(config.model).to(device)
             torch.manual_seed(config.seed + rank)  # different dropout masks on each rank
             device_ids = [device.index] if device.type == "cuda" else None
             ddp = DistributedDataParallel(model, device_ids=device_ids)

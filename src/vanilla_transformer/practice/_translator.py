@@ -24,7 +24,7 @@ from torch import nn
 
 from ..model.masks import subsequent_mask
 from ._core import WIDTH, CheckResult, _error_text, _first_difference, _paragraph
-from .layers import model_taps
+from ._layers import model_taps
 
 __all__ = ["BUILD_OPTIONS", "find_translator", "check_translator", "held_out_numbers"]
 
