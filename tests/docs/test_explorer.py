@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -566,7 +567,7 @@ def test_play_walks_through_every_checkpoint(page, manifest):
                            " return r.dataset.step === 'final' && r.dataset.state === 'done'; }")
 
 
-def mulberry32(seed: int):
+def mulberry32(seed: int) -> Callable[[], float]:
     """The page's seeded generator, in Python."""
     a = seed & 0xFFFFFFFF
 
