@@ -17,8 +17,8 @@ def _figure(name: str) -> dict[str, Any]:
     return runpy.run_path(str(FIGURES / f"{name}.py"))
 
 
-def values() -> dict[str, object]:
-    out: dict[str, object] = {}
+def values() -> dict[str, Any]:
+    out: dict[str, Any] = {}
     model, tok = load_translator("docs/assets/translator")
     out["params"] = sum(p.numel() for p in model.parameters())
     out["V"] = tok.vocab_size

@@ -19,8 +19,8 @@ def _figure(name: str) -> dict[str, Any]:
     return runpy.run_path(str(FIGURES / f"{name}.py"))
 
 
-def values() -> dict[str, object]:
-    out: dict[str, object] = {}
+def values() -> dict[str, Any]:
+    out: dict[str, Any] = {}
     # the opening figure: the probability of each right piece, untrained and trained
     learning = _figure("training_learning")
     _, probs = learning["right_piece_probs"]()
