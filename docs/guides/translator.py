@@ -342,7 +342,9 @@ hyps = outputs["average of the last", 1]
 triples = list(zip(english, hyps, german))
 wrong = [(e, h, g) for e, h, g in triples if h != g]
 for e, h, g in triples[:4] + wrong[:3]:
-    print(f"{e}\n    {h}  {'✓' if h == g else '✗, should be ' + g}")
+    print(f"{e}\n    {h}  {'✓' if h == g else '✗'}")
+    if h != g:
+        print(f"    should be {g}")
 print(f"{len(wrong)} of {len(english)} wrong")
 right = scores["average of the last", 1].exact_match / 100
 assert len(wrong) == round(len(english) * (1 - right))

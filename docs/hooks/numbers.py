@@ -30,6 +30,7 @@ from typing import Any
 
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import PluginError
+from mkdocs.structure.pages import Page
 
 NUMBERS_DIR = "numbers"
 PLACEHOLDER = re.compile(r"\{\{\s*n\.(?P<script>\w+)\.(?P<key>\w+)(?::(?P<spec>[^}\s]*))?\s*\}\}")
@@ -71,11 +72,13 @@ def script_values(name: str, docs_dir: Path | None = None) -> dict[str, Any]:
     _seed()
     try:
         values = runpy.run_path(str(script), run_name=f"numbers_{name}")["values"]()
-    except BaseException as exc:  # noqa: BLE001 - a failing script must stop the build
+    except BaseException as exc:  # a failing script must stop the build
         details = "".join(traceback.format_exception(exc))
         raise PluginError(f"numbers: docs/{NUMBERS_DIR}/{name}.py failed: {exc}\n{details}") from exc
     if not isinstance(values, dict):
-        raise PluginError(f"numbers: values() of docs/{NUMBERS_DIR}/{name}.py returned {type(values).__name__}")
+        raise PluginError(
+            f"numbers: values() of docs/{NUMBERS_DIR}/{name}.py returned {type(values).__name__}"
+        )
     _values[name] = values
     return values
 
@@ -83,7 +86,7 @@ def script_values(name: str, docs_dir: Path | None = None) -> dict[str, Any]:
 def substitute(text: str, where: str, docs_dir: Path | None = None) -> str:
     """`text` with every `{{ n.script.key[:spec] }}` replaced by its formatted value."""
 
-    def replace(match: re.Match) -> str:
+    def replace(match: re.Match[str]) -> str:
         script, key, spec = match.group("script"), match.group("key"), match.group("spec") or ""
         values = script_values(script, docs_dir)
         if key not in values:
@@ -97,9 +100,9 @@ def substitute(text: str, where: str, docs_dir: Path | None = None) -> str:
     return PLACEHOLDER.sub(replace, text)
 
 
-def on_page_markdown(markdown: str, page, **kwargs) -> str:
+def on_page_markdown(markdown: str, page: Page, **kwargs: Any) -> str:
     return substitute(markdown, page.file.src_uri)
 
 
-def on_page_content(html: str, page, **kwargs) -> str:
+def on_page_content(html: str, page: Page, **kwargs: Any) -> str:
     return substitute(html, page.file.src_uri)

@@ -17,7 +17,11 @@ from mkdocs.structure.files import Files
 from mkdocs.structure.pages import Page
 
 # A fenced block of printed output to show as a table (```table ... ```, alone on their lines).
-_TABLE_FENCE = re.compile(r"^```table[ \t]*\n(?P<body>.*?)\n```[ \t]*$", re.MULTILINE | re.DOTALL)
+# at any indent, so that a table printed inside an admonition ("Going deeper") is one too
+_TABLE_FENCE = re.compile(
+    r"^(?P<indent>[ \t]*)```table[ \t]*\n(?P<body>.*?)\n(?P=indent)```[ \t]*$",
+    re.MULTILINE | re.DOTALL,
+)
 _RULE = re.compile(r"^\s*-{3,}\s*$")
 _GUTTER = 2  # columns of printed tables are separated by at least this many spaces
 _NUMBER = re.compile(r"^[-+]?[\d,.]+(e[-+]?\d+)?( ?(%|B|KiB|MiB|GiB|TiB|x|s|ms))?$")
@@ -99,5 +103,12 @@ def printed_table_markdown(text: str) -> str:
     return f'<div class="printed-table" markdown>\n\n{body}\n\n</div>'
 
 
+def _replace(match: re.Match[str]) -> str:
+    indent = match.group("indent")
+    body = "\n".join(line.removeprefix(indent) for line in match.group("body").split("\n"))
+    table = printed_table_markdown(body)
+    return "\n".join(indent + line if line else line for line in table.split("\n"))
+
+
 def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Files) -> str:
-    return _TABLE_FENCE.sub(lambda m: printed_table_markdown(m.group("body")), markdown)
+    return _TABLE_FENCE.sub(_replace, markdown)
