@@ -342,7 +342,8 @@ hyps = outputs["average of the last", 1]
 triples = list(zip(english, hyps, german))
 wrong = [(e, h, g) for e, h, g in triples if h != g]
 for e, h, g in triples[:4] + wrong[:3]:
-    print(f"{e}\n    {h}  {'✓' if h == g else '✗'}")
+    shown = h if len(h) <= 64 else h[:63] + "…"  # a looping output, cut for the page
+    print(f"{e}\n    {shown}  {'✓' if h == g else '✗'}")
     if h != g:
         print(f"    should be {g}")
 print(f"{len(wrong)} of {len(english)} wrong")
