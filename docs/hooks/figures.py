@@ -44,6 +44,22 @@ MIN_TEXT_PX = 11  # the smallest text of a figure, as displayed, in CSS pixels
 _min_widths: dict[str, int] = {}
 
 
+def seed_generators() -> None:
+    """Seed Python's, NumPy's and PyTorch's generators with 0, as before every figure and numbers script."""
+    random.seed(0)
+    try:
+        import numpy
+
+        numpy.random.seed(0)
+    except ImportError:  # pragma: no cover - matplotlib depends on numpy
+        pass
+    try:
+        import torch
+
+        torch.manual_seed(0)
+    except ImportError:  # pragma: no cover
+        pass
+
 def figure_scripts(docs_dir: str | Path) -> list[Path]:
     """The figure scripts under `docs_dir/figures/`, sorted by name."""
     return sorted(p for p in (Path(docs_dir) / FIGURES_DIR).glob("*.py") if not p.name.startswith("_"))
@@ -93,19 +109,7 @@ def render_svg(script: Path) -> bytes:
     from matplotlib.figure import Figure
 
     name = script.name
-    random.seed(0)
-    try:
-        import numpy
-
-        numpy.random.seed(0)
-    except ImportError:  # pragma: no cover - matplotlib depends on numpy
-        pass
-    try:
-        import torch
-
-        torch.manual_seed(0)
-    except ImportError:  # pragma: no cover
-        pass
+    seed_generators()
 
     fig = None
     try:

@@ -21,13 +21,14 @@ digits in the prose of `docs/` that is neither such a placeholder nor on its sho
 
 from __future__ import annotations
 
-import random
 import re
 import runpy
 import traceback
 from pathlib import Path
 from typing import Any
 
+# mkdocs puts this folder on sys.path while it loads a hook
+from figures import seed_generators
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import PluginError
 from mkdocs.structure.pages import Page
@@ -46,22 +47,6 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
     return config
 
 
-def _seed() -> None:
-    random.seed(0)
-    try:
-        import numpy
-
-        numpy.random.seed(0)
-    except ImportError:  # pragma: no cover - matplotlib depends on numpy
-        pass
-    try:
-        import torch
-
-        torch.manual_seed(0)
-    except ImportError:  # pragma: no cover
-        pass
-
-
 def script_values(name: str, docs_dir: Path | None = None) -> dict[str, Any]:
     """The values that `docs/numbers/<name>.py` computes (computed once per build)."""
     if name in _values:
@@ -69,7 +54,7 @@ def script_values(name: str, docs_dir: Path | None = None) -> dict[str, Any]:
     script = (docs_dir or _docs_dir) / NUMBERS_DIR / f"{name}.py"
     if not script.is_file():
         raise PluginError(f"numbers: docs/{NUMBERS_DIR}/{name}.py does not exist")
-    _seed()
+    seed_generators()
     try:
         values = runpy.run_path(str(script), run_name=f"numbers_{name}")["values"]()
     except BaseException as exc:  # a failing script must stop the build
