@@ -70,10 +70,14 @@ def test_checkpoints_hold_the_whole_training_state(corpus, tmp_path):
 
 
 def test_final_model_is_the_average_of_the_last_checkpoints(corpus, tmp_path):
+    lines = []
     run = train_translation(corpus["train"], corpus["valid"], tmp_path, model_options=TINY,
-                            config=_config(max_steps=15, average=2), progress=False)
+                            config=_config(max_steps=15, save_every=3, average=2),
+                            progress=False, log=lines.append)
     paths = checkpoint_paths(tmp_path)
-    assert run.averaged == [10, 15] and len(paths) == 2
+    assert run.averaged == [12, 15] and len(paths) == 2
+    assert lines[-1] == ("model.pt: the average of the checkpoints of steps 12, 15, the last "
+                         "20% of the run (from step 12)")
     a, b = (load_train_state(p)["model"] for p in paths)
     averaged, _ = load_translator(tmp_path)
     assert not any(name.endswith(".pe") for name in a)  # the sinusoids are recomputed
@@ -127,10 +131,15 @@ def test_a_checkpoint_between_saves_leaves_the_average_once_training_goes_on(cor
     first = train_translation(corpus["train"], corpus["valid"], tmp_path, model_options=TINY,
                               config=_config(max_steps=20), should_stop=stop_at_step_7,
                               progress=False)
-    assert first.stopped == "interrupted" and first.step == 7 and first.averaged == [5, 7]
+    # step 5 is before the last fifth of the run: averaging it in would mix in a weaker model
+    assert first.stopped == "interrupted" and first.step == 7 and first.averaged == [7]
+    lines = []
     again = train_translation(corpus["train"], corpus["valid"], tmp_path, model_options=TINY,
-                              config=_config(max_steps=20), resume=True, progress=False)
-    assert again.averaged == [10, 15, 20]
+                              config=_config(max_steps=20), resume=True, progress=False,
+                              log=lines.append)
+    assert again.averaged == [20]
+    assert lines[-1] == ("model.pt: averaging skipped, the checkpoint of step 20 alone (step 15 "
+                         "is before step 16, where the last 20% of the run starts)")
     assert [p.name for p in checkpoint_paths(tmp_path)] == [
         "step-0000010.pt", "step-0000015.pt", "step-0000020.pt"]
 

@@ -325,6 +325,7 @@ def run_train(args: argparse.Namespace) -> int:
         return 130 if run.stopped == "interrupted" else 0
     params = sum(p.numel() for p in run.model.parameters())
     how = ("the best checkpoint, of step" if len(run.averaged) == 1 and args.keep_best
+           else "the checkpoint of step" if len(run.averaged) == 1
            else "the average of the checkpoints of steps")
     print(f"trained {run.step} steps in {run.seconds:.1f} s; {params:,} parameters; "
           f"vocabulary {run.tokenizer.vocab_size}")

@@ -33,7 +33,7 @@ __all__ = [
     "MODEL_FILE", "TOKENIZER_FILE", "CONFIG_FILE", "METRICS_FILE", "CHECKPOINTS", "LOCK_FILE",
     "BEST_FILE", "IDS_FOLDER", "TENSORBOARD_FOLDER", "TRAIN_STATE_FORMAT",
     "naming", "save_atomically", "write_json", "checkpoint_paths", "step_of", "save_train_state",
-    "load_train_state", "average_checkpoints",
+    "load_train_state", "average_checkpoints", "AVERAGE_SPAN", "averaging_window",
     "CHECKPOINT_FORMAT",
     "save_checkpoint",
     "load_checkpoint",
@@ -60,6 +60,13 @@ CHECKPOINT_FORMAT = "vanilla-transformer-checkpoint"
 
 TRAIN_STATE_FORMAT = "vanilla-transformer-train-state"
 """The `format` field of the training checkpoints in `RUN/checkpoints/`."""
+
+AVERAGE_SPAN = 0.2
+"""The last part of a run whose checkpoints `model.pt` averages: a fifth of its steps.
+
+Averaging helps once the weights move little between checkpoints, as at the end of the paper's
+runs (the last 5 checkpoints of 100,000 steps, 10 minutes apart). Earlier in a short run it
+mixes in a weaker model, so an older checkpoint is left out."""
 
 _STEP_NAME = re.compile(r"step-(\d{1,30})\.pt")
 
@@ -362,6 +369,22 @@ def load_train_state(path: str | os.PathLike[str]) -> dict[str, Any]:
         raise ValueError(f"{name}: holds step {step!r}, not the step its name says")
     check_weights_fit_config(_config(state["config"], name), state["model"], name)
     return dict(state)
+
+
+def averaging_window(steps: Sequence[int], average: int) -> list[int]:
+    """The steps whose checkpoints `model.pt` averages: of the last `average` of `steps`, those
+    within the last `AVERAGE_SPAN` of the run, which ends at the newest.
+
+    Examples:
+        >>> averaging_window([500, 877], average=5)  # step 500 is too early to help
+        [877]
+        >>> averaging_window([800, 900, 1000, 1100, 1200], average=5)
+        [1000, 1100, 1200]
+    """
+    if not steps:
+        return []
+    kept = sorted(steps)[-average:]
+    return [step for step in kept if step >= kept[-1] * (1 - AVERAGE_SPAN)]
 
 
 def average_checkpoints(paths: Sequence[str | os.PathLike[str]]) -> dict[str, torch.Tensor]:

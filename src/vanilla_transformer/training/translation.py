@@ -2,7 +2,8 @@ r"""Training a translator with the paper's whole recipe, resumable to the step.
 
 A shared byte-pair vocabulary (section 5.1), batches of about `max_tokens` tokens (5.1), Adam
 with $\beta = (0.9, 0.98)$, $\epsilon = 10^{-9}$ and the warm-up schedule (5.3), label smoothing
-0.1 (5.4), and at the end the average of the last $k$ checkpoints (6.1):
+0.1 (5.4), and at the end the average of the last $k$ checkpoints (6.1), taken from the last
+part of the run only (`AVERAGE_SPAN` of its steps):
 
 $$\theta_{avg} = \frac{1}{k} \sum_{i=1}^{k} \theta_{(i)}$$
 
@@ -20,6 +21,7 @@ Explained on the [Training a real translator][translator-guide] page.
 from __future__ import annotations
 
 import functools
+import math
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -126,8 +128,9 @@ def train_translation(
 
     `out` receives `tokenizer.json`, `config.json`, `metrics.jsonl` (one JSON line every
     `log_every` steps and one per validation), `checkpoints/step-*.pt` (every `save_every`
-    steps and at the end; the last `average` are kept) and `model.pt`, the average of the kept
-    checkpoints (a `save_checkpoint` file), or with `keep_best` the best-scoring checkpoint.
+    steps and at the end; the last `average` are kept) and `model.pt` (a `save_checkpoint` file):
+    the average of the kept checkpoints that lie in the last `AVERAGE_SPAN` of the run
+    (`averaging_window`; `log` says which), or with `keep_best` the best-scoring checkpoint.
 
     A new run needs an empty (or missing) folder, unless `overwrite`, which removes the old
     run's files once the new run is accepted (its data read and checked, its model sized).
@@ -174,7 +177,8 @@ def train_translation(
         device: `"cpu"`, `"cuda"` or `"auto"`.
         amp: mixed precision, one of `AMP_MODES`.
         progress: show a tqdm progress bar on stderr.
-        log: called with one line at each checkpoint (default: nothing is printed).
+        log: called with one line at each checkpoint and one on what `model.pt` holds
+            (default: nothing is printed).
         distributed: train as one process of a `torchrun` job (see above).
         timeout: seconds a process waits for the others (validation runs on process 0
             while the others wait).
@@ -195,12 +199,12 @@ def train_translation(
         >>> import tempfile
         >>> from vanilla_transformer.training.translation import TranslationConfig, train_translation
         >>> pairs = [("one", "eins"), ("two", "zwei"), ("three", "drei")]
-        >>> cfg = TranslationConfig(vocab_size=30, max_steps=4, save_every=2, average=2,
+        >>> cfg = TranslationConfig(vocab_size=30, max_steps=5, save_every=1, average=2,
         ...                         eval_size=2, warmup=2)
         >>> run = train_translation(pairs, pairs, tempfile.mkdtemp(), config=cfg,
         ...                         model_options=dict(d_model=16, d_ff=32, N=1))
         >>> run.step, len(run.losses), run.averaged
-        (4, 4, [2, 4])
+        (5, 5, [4, 5])
     """
     call = check_call(train_pairs, valid_pairs, out, preset, model_options, config, changes,
                        resume, overwrite, new_data, data_fingerprint, should_stop, device, amp,
@@ -343,7 +347,7 @@ def _final(call: TrainCall, ranks: Ranks, prepared: Prepared, model: EncoderDeco
     else:
         averaged, problem = _write_final_model(model, call.folder, prepared.tokenizer,
                                                progress.step, prepared.config.average,
-                                               prepared.options.keep_best)
+                                               prepared.options.keep_best, call.log)
         ranks.share(problem)
         if problem:
             raise TrainingDiverged(problem)
@@ -353,21 +357,38 @@ def _final(call: TrainCall, ranks: Ranks, prepared: Prepared, model: EncoderDeco
 
 
 def _write_final_model(model: nn.Module, folder: Path, tokenizer: SharedTokenizer, step: int,
-                       average: int, keep_best: bool) -> tuple[list[int], str | None]:
-    """Load the best checkpoint, or the average of the last `average`, into `model` and write
-    it as `model.pt`: `(the steps it comes from, None)`, or `(steps, why it was not written)`."""
+                       average: int, keep_best: bool, log: Callable[[str], None]
+                       ) -> tuple[list[int], str | None]:
+    """Load the best checkpoint, or the average of the last ones (`averaging_window`), into
+    `model` and write it as `model.pt`: `(the steps it comes from, None)`, or `(steps, why it
+    was not written)`."""
     best_path = folder / files.CHECKPOINTS / files.BEST_FILE
     if keep_best and best_path.is_file():
         best_model, meta = files.load_checkpoint(best_path)
         model.load_state_dict(best_model.state_dict())
         averaged = [int(meta["steps"])]
     else:
-        kept_paths = checkpoint_paths(folder)[-average:]
-        files.load_model_state(model, average_checkpoints(kept_paths), "the averaged checkpoints")
-        averaged = [files.step_of(p) for p in kept_paths]
+        by_step = {files.step_of(p): p for p in checkpoint_paths(folder)}
+        averaged = files.averaging_window(list(by_step), average)
+        files.load_model_state(model, average_checkpoints([by_step[s] for s in averaged]),
+                               "the averaged checkpoints")
+        log(_averaging_line(sorted(by_step)[-average:], averaged))
     if not all(bool(torch.isfinite(p).all()) for p in model.parameters()):
         return averaged, (f"the final model of step {step} holds non-finite weights; "
                           f"{files.MODEL_FILE} was not written")
     files.save_checkpoint(folder / files.MODEL_FILE, model, steps=step, averaged=averaged,
-                    tokenizer=tokenizer.tokenizer.to_str())
+                          tokenizer=tokenizer.tokenizer.to_str())
     return averaged, None
+
+
+def _averaging_line(kept: list[int], averaged: list[int]) -> str:
+    """What `model.pt` holds: the checkpoints it averages, or why it holds only the last."""
+    start = math.ceil(averaged[-1] * (1 - files.AVERAGE_SPAN))
+    steps = ", ".join(map(str, averaged))
+    if len(averaged) > 1:
+        return (f"{files.MODEL_FILE}: the average of the checkpoints of steps {steps}, the last "
+                f"{files.AVERAGE_SPAN:.0%} of the run (from step {start})")
+    older = [step for step in kept if step < start]
+    why = (f"step {older[-1]} is before step {start}, where the last "
+           f"{files.AVERAGE_SPAN:.0%} of the run starts" if older else "the only one kept")
+    return f"{files.MODEL_FILE}: averaging skipped, the checkpoint of step {steps} alone ({why})"
