@@ -1,4 +1,5 @@
-"""PyTorch interop: masks and weights shared with `torch.nn.Transformer`, and ONNX export."""
+"""PyTorch interop: masks and weights shared with `torch.nn.Transformer`, and ONNX and CTranslate2
+export."""
 
 from .forward import TorchMasks, batch_masks_to_torch, forward_with_torch_masks
 from .masks import (
@@ -26,3 +27,7 @@ __all__ = [
 from .onnx import export_onnx, greedy_decode_onnx
 
 __all__ += ["export_onnx", "greedy_decode_onnx"]
+
+from .ctranslate2 import ctranslate2_spec, export_ctranslate2, translate_ctranslate2
+
+__all__ += ["export_ctranslate2", "ctranslate2_spec", "translate_ctranslate2"]
