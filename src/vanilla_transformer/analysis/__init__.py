@@ -1,4 +1,5 @@
-"""Analysis: parameter, FLOP and memory counts without building a model, and shape tracing."""
+"""Analysis: parameter, FLOP and memory counts without building a model, shape tracing, and the
+switches that break a trained model in one place."""
 
 from .flops import FLOP_FORMULA, FlopCount, forward_flops, forward_flops_for
 from .memory import MemoryEstimate, dtype_bytes, format_bytes, memory_estimate, memory_estimate_for
@@ -13,6 +14,7 @@ from .parameters import (
     source_closed_form,
     source_terms,
 )
+from .switches import ATTENTION_KINDS, SWITCHES, attention_modules, record_attention, switched
 from .tracing import OutputShape, Shape, ShapeRecord, format_shape_table, trace_shapes
 
 __all__ = [
@@ -39,4 +41,9 @@ __all__ = [
     "ShapeRecord",
     "trace_shapes",
     "format_shape_table",
+    "SWITCHES",
+    "ATTENTION_KINDS",
+    "switched",
+    "attention_modules",
+    "record_attention",
 ]
