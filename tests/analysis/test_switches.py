@@ -18,7 +18,7 @@ from vanilla_transformer.analysis.switches import (
     switched,
 )
 from vanilla_transformer.data.tokenizer import EOS, SharedTokenizer
-from vanilla_transformer.inference.evaluate import translate_ids
+from vanilla_transformer.inference.evaluate import translate_ids, translate_sentences
 from vanilla_transformer.model import make_model
 from vanilla_transformer.model.attention import keep_attention
 from vanilla_transformer.model.masks import subsequent_mask
@@ -156,3 +156,16 @@ def test_the_translator_without_cross_attention_writes_one_output_for_all(transl
     assert len({greedy(translator, t) for t in texts}) == len(texts)
     with switched(translator[0], "no-cross-attention"):
         assert len({greedy(translator, t) for t in texts}) == 1
+
+
+def test_every_decoding_path_sees_the_switch(translator):
+    """The batched decoders call the projections, not the attention modules' forward."""
+    model, tokenizer = translator
+    texts = ["twenty-one and four hundred", "three hundred and six"]
+    for name, options in [("no-positions", {}), ("no-scale", {}), ("no-cross-attention", {}),
+                          ("silence-head", dict(kind="cross", layer=1, head=2))]:
+        plain = translate_sentences(model, tokenizer, texts, beam_size=1)
+        with switched(model, name, **options):
+            fast = translate_sentences(model, tokenizer, texts, beam_size=1)
+            readable = translate_sentences(model, tokenizer, texts, beam_size=1, fast=False)
+        assert fast == readable != plain, name

@@ -2,7 +2,9 @@ r"""Switches that break a trained model in one place, to watch what fails.
 
 Each switch changes one piece of the paper's model while a `with` block runs, through forward
 hooks on the package's modules, so `model/` keeps the paper's equations and the trained
-weights are never touched:
+weights are never touched. The hooks sit on the positional encoding and on the projections
+$W^Q$ and $W^O$ of the attention modules, which every decoding path of the package calls (the
+batched decoders of `inference.fast` included):
 
 - `"none"`: the model as it is;
 - `"no-positions"`: the source's positional encodings are not added (section 3.5): the encoder
@@ -148,7 +150,8 @@ def switched(
                 def nothing(module: nn.Module, args: tuple[Any, ...], output: Any) -> Any:
                     return torch.zeros_like(output)
 
-                handles.append(mha.register_forward_hook(nothing))
+                # on W^O, the sublayer's last step, which the batched decoders call too
+                handles.append(mha.linears[3].register_forward_hook(nothing))
     elif switch == "silence-head":
         assert target is not None
         start, stop = head * target.d_k, (head + 1) * target.d_k
