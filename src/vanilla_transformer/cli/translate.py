@@ -1,6 +1,8 @@
-"""The `translate` subcommand: make a number corpus, train a translator, score it, use it.
+"""The `translate` subcommand: make a corpus, train a translator on any parallel text, score it,
+use it.
 
 ```console
+vanilla-transformer translate catalogs --lang de --out DATA
 vanilla-transformer translate numbers --lang de --out DATA
 vanilla-transformer translate train --train DATA/train.tsv --valid DATA/valid.tsv --out RUN
 vanilla-transformer translate eval RUN --data DATA/test.tsv
@@ -11,7 +13,8 @@ Every failure is one line on stderr and an exit status: 2 for bad input (an argu
 a run folder that does not fit) or a missing optional package (before anything is written,
 naming its extra's pip command), 1 when the work itself fails (training diverged, a disk
 error), 130 when interrupted. PyTorch and the optional packages are imported only when an
-action runs. This module parses and dispatches; `train` is
+action runs. This module parses and dispatches, and writes the `catalogs` corpus (read by
+[`data.catalogs`][vanilla_transformer.data.catalogs]); `train` is
 [`cli.translate_train`][vanilla_transformer.cli.translate_train], the others
 [`cli.translate_use`][vanilla_transformer.cli.translate_use].
 
@@ -23,6 +26,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from .options import OneLineParser, require_modules
@@ -36,6 +40,8 @@ from .translate_train import (
     run_train,
 )
 from .translate_use import (
+    _check_folder_outputs,
+    _make_folder,
     add_eval_arguments,
     add_export_arguments,
     add_numbers_arguments,
@@ -47,14 +53,73 @@ from .translate_use import (
 )
 
 __all__ = ["ACTIONS", "NEEDS", "register", "run_translate", "build_translate_parser", "TRAINING_DEFAULTS",
-           "RUN_OPTIONS", "TRAINING_HELP", "PAPER_SMALL", "PRESET_NAMES"]
+           "RUN_OPTIONS", "TRAINING_HELP", "PAPER_SMALL", "PRESET_NAMES", "add_catalogs_arguments",
+           "run_catalogs"]
+
+_LOCALE_DIR, _MAX_CHARS = "/usr/share/locale", 100  # data.catalogs's, which imports PyTorch
+
+
+def add_catalogs_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of `translate catalogs`."""
+    parser.add_argument("--lang", required=True,
+                        help="the catalogs' language, as its folder in LOCALE_DIR is named: de, "
+                             "fr, pt_BR, ... (the source is English)")
+    parser.add_argument("--out", required=True, metavar="DIR",
+                        help="folder for train.tsv, valid.tsv and test.tsv")
+    for name in ("valid", "test"):
+        parser.add_argument(f"--{name}-size", type=int, default=1000,
+                            help=f"pairs in {name}.tsv (default %(default)s); the rest are "
+                                 "for training")
+    parser.add_argument("--seed", type=int, default=0, help="split seed (default %(default)s)")
+    parser.add_argument("--max-chars", type=int, default=_MAX_CHARS,
+                        help="leave out messages longer than this on either side "
+                             "(default %(default)s)")
+    parser.add_argument("--locale-dir", default=_LOCALE_DIR, metavar="LOCALE_DIR",
+                        help="where the catalogs are installed (default %(default)s)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="write over files that exist (never over a run's own file)")
+
+
+def run_catalogs(args: argparse.Namespace) -> int:
+    """`translate catalogs`: read the catalogs, then write the three splits atomically.
+
+    Raises:
+        ValueError: before anything is written, for a bad option, an output folder that
+            holds the files (without `--overwrite`) or is a run folder, or no catalogs for
+            `--lang`.
+    """
+    from ..data.catalogs import catalog_corpus, catalog_files, summary
+    from ..data.numbers import write_tsv
+
+    for option in ("valid_size", "test_size", "seed", "max_chars"):
+        if getattr(args, option) < (1 if option == "max_chars" else 0):
+            raise ValueError(f"--{option.replace('_', '-')} must be an int >= "
+                             f"{1 if option == 'max_chars' else 0}, got {getattr(args, option)}")
+    names = [f"{split}.tsv" for split in ("train", "valid", "test")]
+    folder = _check_folder_outputs(args.out, names, args.overwrite)
+    catalog_files(args.lang, args.locale_dir)  # none installed: refused before any folder
+    corpus = catalog_corpus(args.lang, valid_size=args.valid_size, test_size=args.test_size,
+                            seed=args.seed, max_chars=args.max_chars,
+                            locale_dir=args.locale_dir)
+    for line in summary(corpus, Path(args.locale_dir) / args.lang / "LC_MESSAGES"):
+        print(line)
+    _make_folder(folder)
+    for name, pairs in corpus.splits.items():
+        path = write_tsv(folder / f"{name}.tsv", pairs)
+        print(f"wrote {path}: {len(pairs):,} pairs")
+    return 0
+
 
 PROG = "vanilla-transformer translate"
 
-ACTIONS = ("numbers", "train", "eval", "export")
+ACTIONS = ("catalogs", "numbers", "train", "eval", "export")
 """The words `translate` takes as its first argument; anything else is a run folder."""
 
 _DESCRIPTIONS = {
+    "catalogs": ("Write English-to-LANG pairs from the gettext catalogs installed on this machine "
+                 "(LOCALE_DIR/LANG/LC_MESSAGES/*.mo) as train/valid/test TSV files: plural, "
+                 "untranslated, multi-line, markup and over-long entries left out, one "
+                 "translation per English message, split by message."),
     "numbers": "Write English-to-LANG number words as train/valid/test TSV files.",
     "train": ("Train a translator on source<TAB>target files. RUN must be new or empty unless "
               "--resume or --overwrite is given. Ctrl-C (or SIGTERM) stops after the current "
@@ -63,20 +128,20 @@ _DESCRIPTIONS = {
     "export": ("Export RUN to ONNX: encoder.onnx, a one-step decoder.onnx with the "
                "cross-attention weights, and the tokenizer, in DIR."),
 }
-NEEDS = {"numbers": ("num2words",), "train": ("tokenizers", "sacrebleu"),
+NEEDS = {"catalogs": (), "numbers": ("num2words",), "train": ("tokenizers", "sacrebleu"),
          "eval": ("tokenizers", "sacrebleu"), "export": ("tokenizers", "onnx"),
          "run": ("tokenizers",)}
 """The optional packages each action needs (`cli.options.EXTRAS` names their extras); a
 missing one stops the action before it writes anything, with exit status 2."""
 _ARGUMENTS: dict[str, Callable[[argparse.ArgumentParser], None]] = {
-    "numbers": add_numbers_arguments, "train": add_train_arguments,
+    "catalogs": add_catalogs_arguments, "numbers": add_numbers_arguments, "train": add_train_arguments,
     "eval": add_eval_arguments, "export": add_export_arguments}
 
 
 def register(subparsers: Any) -> argparse.ArgumentParser:
     """Add the `translate` subcommand to a command line.
 
-    Its first argument is `numbers`, `train`, `eval`, `export`, or a run folder to translate
+    Its first argument is `catalogs`, `numbers`, `train`, `eval`, `export`, or a run folder to translate
     with; the rest is parsed by that action's parser (see
     [`build_translate_parser`][vanilla_transformer.cli.translate.build_translate_parser]).
 
@@ -97,11 +162,13 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     """
     parser = subparsers.add_parser(
         "translate",
-        help="train and use a translator (English number words to German or French)",
-        usage=f"{PROG} {{numbers,train,eval,export}} ...\n       {PROG} RUN [TEXT ...]",
+        help="train and use a translator on any parallel text (source<TAB>target lines)",
+        usage=f"{PROG} {{{','.join(ACTIONS)}}} ...\n       {PROG} RUN [TEXT ...]",
         description=(
+            "catalogs: write a corpus of real text from this machine's gettext catalogs "
+            "(train/valid/test TSV). "
             "numbers: write a number-words corpus (train/valid/test TSV). "
-            "train: train a translator on source<TAB>target files. "
+            "train: train a translator on source<TAB>target files of any parallel text. "
             "eval: print BLEU, chrF and exact match of a trained run on a TSV file. "
             "export: write a trained run as ONNX graphs and its tokenizer. "
             "RUN [TEXT ...]: translate TEXT (or each line of stdin, or --input) with a "
@@ -114,7 +181,7 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def build_translate_parser(action: str) -> argparse.ArgumentParser:
-    """The parser of one `translate` action: `numbers`, `train`, `eval`, `export` or `run`.
+    """The parser of one `translate` action: `catalogs`, `numbers`, `train`, `eval`, `export` or `run`.
 
     Raises:
         ValueError: for another action.
@@ -178,6 +245,7 @@ def run_translate(args: argparse.Namespace) -> int:
     require_modules([*NEEDS[action], *(["tensorboard"] if getattr(
         options, "tensorboard", None) else [])])
     handlers: dict[str, Callable[[argparse.Namespace], int]] = {
-        "numbers": run_numbers, "train": run_train, "eval": run_eval, "export": run_export,
-        "run": run_run}
+        "catalogs": run_catalogs, "numbers": run_numbers, "train": run_train, "eval": run_eval,
+        "export": run_export, "run": run_run}
     return handlers[action](options)
+

@@ -7,6 +7,11 @@ file ([`read_config_file`][vanilla_transformer.cli.translate_train.read_config_f
 run folder's own `config.json` included; options given on the command line override it.
 Ctrl-C (or SIGTERM) stops after the current step with a checkpoint; while the data are still
 being read and tokenised, it stops at once and leaves the folder as it was.
+
+A new run sizes the settings it is not given from its data: the vocabulary, the preset and the
+validation sample, by the rules of [`config.sizing`][vanilla_transformer.config.sizing]; its
+first line says what was chosen and why. Options given, on the command line or in `--config`'s
+file, are kept as they are, and `--resume` keeps the run's own.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import itertools
 import json
 import os
 import signal
@@ -32,6 +38,7 @@ from ..config import (
     RunOptions,
     TranslationConfig,
 )
+from ..config.sizing import PRESET_LIMITS, SAMPLE, Choice, corpus_stats, describe, size_run
 from .options import (
     CommandFailed,
     add_config_arguments,
@@ -57,6 +64,8 @@ PAPER_SMALL: dict[str, Any] = dict(TRANSLATION_PRESETS[DEFAULT_PRESET])
 PRESET_NAMES = tuple(sorted(TRANSLATION_PRESETS))
 
 _BOOLEANS = {"keep_best", "tensorboard"}
+_SIZED = {"vocab_size": "sized from the training words", "eval_size": "sized from the "
+          "validation targets' length"}  # config.sizing's rules, printed on the first line
 _SECTIONS: dict[str, type] = {"model": ModelConfig, "training": TranslationConfig,
                               "options": RunOptions}
 _SECTION_OF = {f.name: section for section, cls in _SECTIONS.items()
@@ -157,6 +166,8 @@ def _add_settings(run: argparse._ArgumentGroup) -> None:
         shown = "none" if default is None else "no" if default is False else default
         suffix = (f" (default {shown}, or the run's with --resume)" if name in _BOOLEANS
                   or name == "best_metric" else f" (default {shown})")
+        if name in _SIZED:
+            suffix = f" (default: {_SIZED[name]}; with --resume, the run's)"
         kwargs: dict[str, Any] = {"default": None, "help": _help(name) + suffix}
         if name in _BOOLEANS:
             kwargs["action"] = argparse.BooleanOptionalAction
@@ -188,8 +199,9 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
                             "run's")
     run = parser.add_argument_group("training")
     run.add_argument("--preset", choices=PRESET_NAMES, default=None, metavar="PRESET",
-                     help=f"model sizes: {', '.join(PRESET_NAMES)} (default {DEFAULT_PRESET}; "
-                          "with --resume, the run's)")
+                     help=f"model sizes: {', '.join(PRESET_NAMES)} (default: sized from the "
+                          f"number of training pairs, {DEFAULT_PRESET} under "
+                          f"{PRESET_LIMITS[0][0]:,}; with --resume, the run's)")
     _add_settings(run)
     run.add_argument("--threads", type=int, default=1,
                      help="CPU threads for PyTorch (default %(default)s: the default model is "
@@ -278,6 +290,37 @@ def _settings(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]
             {**from_file["training"], **from_file["options"], **given})
 
 
+def _count_pairs(path: str) -> int:
+    """The lines of a file, about its pairs (blank lines count too), without parsing them."""
+    lines, last = 0, b"\n"
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            lines, last = lines + chunk.count(b"\n"), chunk[-1:]
+    return lines + (last != b"\n")
+
+
+def _size(args: argparse.Namespace, valid_pairs: list[tuple[str, str]],
+          changes: dict[str, Any]) -> dict[str, Choice]:
+    """Size the settings a new run was not given (`config.sizing`): the preset goes to
+    `args.preset`, the others into `changes`. Returns what was chosen."""
+    from ..data.corpus import iter_tsv
+
+    wanted = [name for name in ("vocab_size", "eval_size") if name not in changes]
+    wanted += ["preset"] if args.preset is None else []
+    if args.resume or not wanted:
+        return {}
+    sample = list(itertools.islice(iter_tsv(args.train), SAMPLE + 1))
+    stats = corpus_stats(sample, valid_pairs,
+                         pairs=_count_pairs(args.train) if len(sample) > SAMPLE else None)
+    chosen = {name: choice for name, choice in size_run(stats).items() if name in wanted}
+    for name, choice in chosen.items():
+        if name == "preset":
+            args.preset = choice.value
+        else:
+            changes[name] = choice.value
+    return chosen
+
+
 def run_train(args: argparse.Namespace) -> int:
     """`translate train`: the exit status (0, or 130 when interrupted)."""
     import torch
@@ -297,6 +340,7 @@ def run_train(args: argparse.Namespace) -> int:
     # the training file is streamed (tokenised once into RUN/ids/), never read whole
     next(iter_tsv(args.train))  # a missing or malformed first line: fail before anything else
     valid_pairs = read_tsv(args.valid)
+    sized = _size(args, valid_pairs, changes)
     fingerprint = {"path": str(Path(args.train).resolve()), **file_fingerprint(args.train)}
     torch.set_num_threads(args.threads)
     log = _print if args.no_progress else _tqdm_write
@@ -304,6 +348,8 @@ def run_train(args: argparse.Namespace) -> int:
     if follower:  # process 0 speaks for the job
         log, args.no_progress = (lambda line: None), True
     else:
+        if sized:
+            print(describe(sized), flush=True)
         print(f"training on {args.train}, validating on {len(valid_pairs)} pairs "
               f"({args.valid}); preset {args.preset or DEFAULT_PRESET}"
               f"{f', settings of {args.config}' if args.config else ''}"
