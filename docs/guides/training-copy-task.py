@@ -45,7 +45,7 @@
 
 # The code lives in [`training`](../../api/training/schedule/),
 # [`copy_task`](../../api/training/copy_task/), [`beam_search`](../../api/inference/beam/)
-# and [`distributed`](../../api/training/distributed/). They follow the Annotated Transformer's
+# and [`ranks`](../../api/training/ranks/). They follow the Annotated Transformer's
 # training code; where they differ from it on purpose, a block below that starts with
 # **Correction** says how, with a cell that shows the difference.
 
@@ -399,10 +399,10 @@ assert tokens.shape == (8, 10) and bool((scores <= 0).all())
 # %% [markdown]
 # ## Training on several processes
 #
-# [`train_distributed`](../../api/training/distributed/#vanilla_transformer.training.distributed.train_distributed) runs the same
+# [`train_distributed`](../../api/training/copy_task/#vanilla_transformer.training.copy_task.train_distributed) runs the same
 # [`run_epoch`](../../api/training/loop/#vanilla_transformer.training.loop.run_epoch) with the model wrapped in
 # `DistributedDataParallel`. Every rank draws the same global batch and keeps its own slice of
-# it ([`shard_batches`](../../api/training/distributed/#vanilla_transformer.training.distributed.shard_batches)); after `backward()` the
+# it ([`shard_batches`](../../api/training/copy_task/#vanilla_transformer.training.copy_task.shard_batches)); after `backward()` the
 # ranks average their gradients, so all copies of the model stay identical, and with equal
 # slices the update is the one a single process would make on the whole batch. The backend is
 # gloo on CPU and NCCL on GPUs. Start it with `torchrun`:
@@ -416,6 +416,6 @@ assert tokens.shape == (8, 10) and bool((scores <= 0).all())
 # fields of `ModelConfig`), with `--batch-size` counted per rank.
 #
 # The tests run two CPU processes with
-# [`run_local`](../../api/training/distributed/#vanilla_transformer.training.distributed.run_local) and check that both end with the same
+# [`run_local`](../../api/training/copy_task/#vanilla_transformer.training.copy_task.run_local) and check that both end with the same
 # weights and that their loss matches a single process's on the combined batch to a relative
 # 1e-5 (`tests/training/test_distributed.py`).

@@ -113,12 +113,12 @@ def test_one_rank_group_in_this_process(monkeypatch, capsys):
 def test_a_finished_group_meets_at_a_barrier_before_it_is_destroyed(monkeypatch):
     # gloo's worker threads free the last collective's tensors after it returns; a process
     # that shuts down before they have could abort, so the ranks leave together
-    import vanilla_transformer.training.distributed as distributed
+    import vanilla_transformer.training.copy_task as copy_task
 
     calls = []
     for name in ("barrier", "destroy_process_group"):
         real = getattr(dist, name)
-        monkeypatch.setattr(distributed.dist, name,
+        monkeypatch.setattr(dist, name,
                             lambda *a, real=real, name=name, **k: (calls.append(name), real())[1])
     for key, value in dict(RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1",
                            MASTER_PORT=str(free_port())).items():
@@ -128,7 +128,7 @@ def test_a_finished_group_meets_at_a_barrier_before_it_is_destroyed(monkeypatch)
         train_distributed(CONFIG)
         assert calls == ["barrier", "destroy_process_group"]
         calls.clear()
-        monkeypatch.setattr(distributed, "run_epoch", lambda *a, **k: 1 / 0)
+        monkeypatch.setattr(copy_task, "fit", lambda *a, **k: 1 / 0)
         monkeypatch.setenv("MASTER_PORT", str(free_port()))
         with pytest.raises(ZeroDivisionError):  # the other ranks may never reach a barrier
             train_distributed(CONFIG)
@@ -141,7 +141,7 @@ def test_a_finished_group_meets_at_a_barrier_before_it_is_destroyed(monkeypatch)
 def test_the_process_group_gets_a_short_timeout(monkeypatch):
     import datetime
 
-    import vanilla_transformer.training.distributed as distributed
+    from vanilla_transformer.config import DEFAULT_TIMEOUT
 
     seen = {}
 
@@ -151,11 +151,11 @@ def test_the_process_group_gets_a_short_timeout(monkeypatch):
 
     monkeypatch.setenv("RANK", "0")
     monkeypatch.setenv("WORLD_SIZE", "1")
-    monkeypatch.setattr(distributed.dist, "init_process_group", init)
+    monkeypatch.setattr(dist, "init_process_group", init)
     with pytest.raises(RuntimeError, match="stop here"):
         train_distributed(CONFIG)
-    assert seen["timeout"] == datetime.timedelta(seconds=distributed.DEFAULT_TIMEOUT)
-    assert distributed.DEFAULT_TIMEOUT < 30 * 60  # PyTorch's own default
+    assert seen["timeout"] == datetime.timedelta(seconds=DEFAULT_TIMEOUT)
+    assert DEFAULT_TIMEOUT < 30 * 60  # PyTorch's own default
     with pytest.raises(RuntimeError, match="stop here"):
         train_distributed(CONFIG, timeout=datetime.timedelta(seconds=7))
     assert seen["timeout"] == datetime.timedelta(seconds=7)

@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from .._io import atomic_torch_save
-    from ..training.distributed import train_distributed
+    from ..training.copy_task import train_distributed
     from ..training.ranks import check_fits_memory, check_timeout
 
     try:

@@ -20,14 +20,15 @@ MAX_COUNT = 2**31 - 1
 """The largest count a training setting takes (steps, batches, tokens, sentences): larger ones
 overflow the 32-bit integers of the tensors they end up in, or could never finish."""
 
-DEFAULT_TIMEOUT = 300.0
-"""Seconds a process of the copy task waits for the others (to join the group, or in a
-collective) before it fails. PyTorch's own default is 30 minutes (10 with NCCL), a long time to
-wait for a worker that has stalled; the copy task's steps take milliseconds."""
+DEFAULT_TIMEOUT = 600.0
+"""Seconds a training process waits for the others (to join the group, or in a collective)
+before it fails, for the copy task and the translator alike: long enough for process 0 to
+validate (decode `eval_size` sentences) while the others wait, and a third of PyTorch's own
+30 minutes, a long time to hold a job for a process that has stalled. `timeout` (`--timeout`)
+changes it."""
 
-TRANSLATE_TIMEOUT = 1800.0
-"""Seconds a process of a distributed translator waits for the others: process 0 validates
-(decodes `eval_size` sentences) while the others wait at the next collective."""
+TRANSLATE_TIMEOUT = DEFAULT_TIMEOUT
+"""The same wait as `DEFAULT_TIMEOUT`, under the name older code imports."""
 
 COPY_MODEL = ModelConfig(11, 11, N=1, d_model=64, d_ff=256, h=4, dropout=0.0)
 """The copy task's default model: one layer per stack, which in our runs reached 100 % exact

@@ -4,17 +4,20 @@ and training a translator on parallel text.
 """
 
 from .checkpoints import CHECKPOINT_FORMAT, load_checkpoint, save_checkpoint
-from .copy_task import COPY_MODEL, CopyTaskConfig, CopyTaskRun, exact_match, train_copy_model
-from .distributed import (
+from .copy_task import (
+    COPY_MODEL,
+    CopyTaskConfig,
+    CopyTaskRun,
     DistributedRun,
-    default_backend,
-    free_port,
+    exact_match,
     run_local,
     shard_batches,
+    train_copy_model,
     train_distributed,
 )
 from .loop import MODES, FitProgress, TrainState, fit, run_epoch
 from .loss import LabelSmoothing, SimpleLossCompute, label_smoothed_kl
+from .ranks import default_backend, free_port
 from .schedule import make_optimizer, rate
 
 __all__ = [

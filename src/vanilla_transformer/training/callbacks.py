@@ -30,6 +30,7 @@ import torch
 from torch import nn
 
 from ..config import LOWER_IS_BETTER
+from ..data.translation_batches import encode_pairs
 from .checkpoints import (
     BEST_FILE,
     CHECKPOINTS,
@@ -44,7 +45,6 @@ from .checkpoints import (
 from .loss import teacher_forced_nll
 from .ranks import Ranks
 from .run_folder import metrics_writer
-from .translation_data import encode_pairs
 
 if TYPE_CHECKING:
     from ..data.tokenizer import SharedTokenizer

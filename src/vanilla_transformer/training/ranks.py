@@ -3,7 +3,8 @@ between processes, the device and its mixed precision, and whether a model fits 
 
 With one process every collective of [`Ranks`][vanilla_transformer.training.ranks.Ranks] is a
 no-op that returns its argument, so the copy task and the translator read the same with or
-without `torchrun`.
+without `torchrun`. A process waits `DEFAULT_TIMEOUT` seconds for the others (to join, or in a
+collective) unless told otherwise; see [`join`][vanilla_transformer.training.ranks.join].
 """
 
 from __future__ import annotations
@@ -12,16 +13,18 @@ import contextlib
 import datetime
 import math
 import os
+import socket
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 import torch.distributed as dist
 
-from ..config import AMP_MODES, DEVICES, ModelConfig
+from ..config import AMP_MODES, DEFAULT_TIMEOUT, DEVICES, ModelConfig
 
-__all__ = ["RefusalError", "ProcessZeroError", "Ranks", "check_timeout", "start_group", "nccl_device", "join",
-           "leave", "all_ranks_sum", "resolve_device", "amp_context", "check_fits_memory"]
+__all__ = ["DEFAULT_TIMEOUT", "RefusalError", "ProcessZeroError", "Ranks", "check_timeout",
+           "default_backend", "free_port", "join", "leave", "all_ranks_sum", "resolve_device",
+           "amp_context", "check_fits_memory"]
 
 
 class RefusalError(ValueError):
@@ -57,25 +60,27 @@ def check_timeout(timeout: object) -> datetime.timedelta:
     return datetime.timedelta(seconds=seconds)
 
 
-def start_group(backend: str, timeout: datetime.timedelta, refusal: Exception) -> bool:
-    """Join the process group that `torchrun` describes in the environment, unless one is
-    joined already; whether this call started it. Raises `refusal` outside `torchrun` (no
-    `RANK` and `WORLD_SIZE` in the environment)."""
-    if dist.is_initialized():
-        return False
-    if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
-        raise refusal
-    dist.init_process_group(backend=backend, timeout=timeout)
-    return True
+def default_backend() -> str:
+    """`"nccl"` when CUDA and NCCL are available, else `"gloo"` (which works on the CPU).
+
+    Examples:
+        >>> default_backend() in ("nccl", "gloo")
+        True
+    """
+    return "nccl" if torch.cuda.is_available() and dist.is_nccl_available() else "gloo"
 
 
-def nccl_device() -> torch.device | None:
-    """Under NCCL, this rank's GPU (`cuda:LOCAL_RANK`), made the current one; else `None`."""
-    if dist.get_backend() != "nccl":
-        return None
-    device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
-    torch.cuda.set_device(device)
-    return device
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free right now (for `MASTER_PORT`).
+
+    Examples:
+        >>> 0 < free_port() < 65536
+        True
+    """
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
 
 
 def leave(together: bool) -> None:
@@ -139,28 +144,38 @@ class Ranks:
         return values
 
 
-def join(distributed: bool, timeout: float | datetime.timedelta,
-         device: torch.device) -> tuple[Ranks, bool, torch.device]:
-    """`(ranks, whether this call started the process group, this rank's device)`.
+def join(distributed: bool, timeout: float | datetime.timedelta, device: torch.device, *,
+         backend: str | None = None,
+         outside: Exception | None = None) -> tuple[Ranks, bool, torch.device]:
+    """`(ranks, whether this call started the process group, this process's device)`.
 
-    Without `distributed`, one rank on `device`. With it, the process group that `torchrun`
-    describes in the environment (joined unless one is already), NCCL on `cuda:LOCAL_RANK`
-    when `device` is CUDA, otherwise gloo on the CPU.
+    Without `distributed`, one process on `device`. With it, the process group that `torchrun`
+    describes in the environment, joined unless one is already: `backend`, by default NCCL
+    when `device` is CUDA and gloo otherwise; under NCCL each process takes
+    `cuda:LOCAL_RANK`. A process waits `timeout` for the others, `DEFAULT_TIMEOUT` (10
+    minutes) by default: long enough for process 0 to validate while the others wait, shorter
+    than PyTorch's 30 minutes for a process that has stalled.
 
     Raises:
-        ValueError: if `distributed` is asked for outside `torchrun` (no `RANK` and
-            `WORLD_SIZE` in the environment), or `timeout` is not positive. TypeError: if it
-            is not a number of seconds or a `timedelta`.
+        ValueError: (or `outside`) if `distributed` is asked for outside `torchrun` (no `RANK`
+            and `WORLD_SIZE` in the environment); if `timeout` is not positive and finite.
+            TypeError: if it is not a number of seconds or a `timedelta`.
     """
     wait = check_timeout(timeout)
     if not distributed:
         return Ranks(), False, device
-    owns = start_group("nccl" if device.type == "cuda" else "gloo", wait, RefusalError(
-        "distributed=True needs the environment torchrun sets (RANK, WORLD_SIZE, MASTER_ADDR, "
-        "MASTER_PORT): start every process with torchrun", "distributed"))
-    gpu = nccl_device()
-    device = device if gpu is None else gpu
-    collectives = torch.device("cpu") if gpu is None else gpu
+    owns = not dist.is_initialized()
+    if owns:
+        if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
+            raise outside or RefusalError(
+                "distributed=True needs the environment torchrun sets (RANK, WORLD_SIZE, "
+                "MASTER_ADDR, MASTER_PORT): start every process with torchrun", "distributed")
+        dist.init_process_group(backend=backend or ("nccl" if device.type == "cuda"
+                                                    else "gloo"), timeout=wait)
+    collectives = torch.device("cpu")
+    if dist.get_backend() == "nccl":
+        device = collectives = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+        torch.cuda.set_device(device)
     return Ranks(dist.get_rank(), dist.get_world_size(), collectives), owns, device
 
 

@@ -24,6 +24,7 @@ from .. import config as settings
 from ..config import ModelConfig, RunOptions, TranslationConfig
 from ..data.corpus import iter_tsv, sample_tsv
 from ..data.tokenizer import SharedTokenizer, train_tokenizer
+from ..data.translation_batches import pairs_fingerprint
 from . import checkpoints as files
 from .checkpoints import load_train_state
 from .loop import FitProgress
@@ -39,7 +40,6 @@ from .run_folder import (
     read_run_config,
     remove_stale_temporaries,
 )
-from .translation_data import pairs_fingerprint
 
 __all__ = ["Prepared", "prepare_new", "prepare_resumed", "prepare_follower",
            "TrainCall", "check_call", "check_options", "own_folder", "accept", "restore"]

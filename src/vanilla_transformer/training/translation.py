@@ -31,11 +31,12 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..config import AMP_MODES, BEST_METRICS, DEVICES, RUN_OPTIONS, TRANSLATE_TIMEOUT
+from ..config import AMP_MODES, BEST_METRICS, DEFAULT_TIMEOUT, DEVICES, RUN_OPTIONS
 from ..config import DEFAULT_PRESET as DEFAULT_PRESET
 from ..config import TRANSLATION_PRESETS as TRANSLATION_PRESETS
 from ..config import TranslationConfig as TranslationConfig
 from ..data.tokenizer import PAD, SharedTokenizer
+from ..data.translation_batches import BatchStream, encode_pairs, training_batches
 from ..inference.evaluate import score_translations
 from ..model.encoder_decoder import EncoderDecoder, make_model_from_config
 from . import checkpoints as files
@@ -59,7 +60,6 @@ from .resume import (
 )
 from .run_folder import STAGED_IDS, load_translator
 from .schedule import make_optimizer
-from .translation_data import BatchStream, encode_pairs, training_batches
 
 __all__ = [
     "TRANSLATION_PRESETS", "DEFAULT_PRESET", "TRAIN_STATE_FORMAT", "TranslationConfig",
@@ -122,7 +122,7 @@ def train_translation(
     progress: bool = False,
     log: Callable[[str], None] | None = None,
     distributed: bool = False,
-    timeout: float = TRANSLATE_TIMEOUT,
+    timeout: float = DEFAULT_TIMEOUT,
 ) -> TranslationRun:
     """Train a translator on `(source, target)` sentence pairs, writing the run to `out`.
 
@@ -243,8 +243,9 @@ def _train(call: TrainCall, ranks: Ranks, prepared: Prepared,
     check_options(prepared.options, config.eval_size)
     check_fits_memory(model_config, call.device)
     ids = call.folder / (STAGED_IDS if call.overwrite and not call.resume else files.IDS_FOLDER)
-    batches = training_batches(call.train, prepared.tokenizer, ids, model_config.max_len,
-                               config, call.log)
+    with files.naming(ids):
+        batches = training_batches(call.train, prepared.tokenizer, ids, model_config.max_len,
+                                   config, call.log)
     valid = [pair for pair, ids_pair in zip(call.valid, encode_pairs(
         prepared.tokenizer, call.valid), strict=True)
         if len(ids_pair[0]) + 1 + 50 < model_config.max_len
@@ -264,8 +265,8 @@ def _train(call: TrainCall, ranks: Ranks, prepared: Prepared,
             if isinstance(tensor, torch.Tensor) and key != "step":
                 value[key] = tensor.to(call.device)
     stream = BatchStream(batches, epoch=position[0], position=position[1], step=progress.step,
-                         max_steps=config.max_steps, accum_iter=config.accum_iter, ranks=ranks,
-                         device=call.device)
+                         max_steps=config.max_steps, accum_iter=config.accum_iter,
+                         rank=ranks.rank, size=ranks.size, device=call.device)
     keeper = _keeper(call, ranks, prepared, model, valid, optimizer, scheduler, stream,
                      progress)
     progress = _fit(call, ranks, prepared, model, optimizer, scheduler, stream, progress,

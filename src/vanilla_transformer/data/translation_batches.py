@@ -1,6 +1,8 @@
-"""The translator's training batches: tokenised once, batched by token count, drawn in a seeded
-order per epoch, and streamed from a saved position, so a resumed run sees the batches the
-uninterrupted one would have.
+"""A translator's training batches: tokenised once, batched by token count (section 5.1), drawn
+in a seeded order per epoch, and streamed from a saved position, so a resumed run sees the
+batches the uninterrupted one would have.
+
+Explained on the [Training a real translator][translator-guide] page.
 """
 
 from __future__ import annotations
@@ -13,12 +15,10 @@ from typing import Any
 import torch
 
 from ..config import TranslationConfig
-from ..data.batching import Batch
-from ..data.corpus import StreamingTokenBatches, tokenize_corpus
-from ..data.token_batches import epoch_order, make_token_batches
-from ..data.tokenizer import BOS, EOS, PAD, SharedTokenizer
-from .checkpoints import naming
-from .ranks import Ranks
+from .batching import Batch
+from .corpus import StreamingTokenBatches, tokenize_corpus
+from .token_batches import epoch_order, make_token_batches
+from .tokenizer import BOS, EOS, PAD, SharedTokenizer
 
 __all__ = ["Batches", "training_batches", "pairs_fingerprint", "encode_pairs", "BatchStream"]
 
@@ -67,8 +67,7 @@ def training_batches(train: Sequence[tuple[str, str]] | Path, tokenizer: SharedT
         ValueError: for a bad line anywhere in the file, or when no pair fits.
     """
     if isinstance(train, Path):
-        with naming(ids_folder):
-            corpus = tokenize_corpus(train, tokenizer, ids_folder, chunk_size=TOKENISE_CHUNK)
+        corpus = tokenize_corpus(train, tokenizer, ids_folder, chunk_size=TOKENISE_CHUNK)
         total = len(corpus)
         fits = (corpus.src_lengths() + 1 <= max_len) & (corpus.tgt_lengths() + 1 <= max_len)
         keep = fits.nonzero().flatten()
@@ -106,16 +105,17 @@ class BatchStream:
     takes every K-th batch of a step's `accum_iter * K`, from the r-th on."""
 
     def __init__(self, batches: Batches, *, epoch: int, position: int, step: int,
-                 max_steps: int, accum_iter: int, ranks: Ranks, device: torch.device) -> None:
+                 max_steps: int, accum_iter: int, rank: int, size: int,
+                 device: torch.device) -> None:
         self.n_batches, self.batch_at, _ = batches
         self.epoch, self.position, self.step, self.max_steps = epoch, position, step, max_steps
-        self.accum_iter, self.ranks, self.device = accum_iter, ranks, device
+        self.accum_iter, self.rank, self.size, self.device = accum_iter, rank, size, device
 
     def __iter__(self) -> Iterator[Batch]:
-        n, size = self.n_batches, self.ranks.size
+        n, size = self.n_batches, self.size
         for _ in range(self.step, self.max_steps):
             first, first_epoch = self.position, self.epoch
             end = first + self.accum_iter * size
             self.epoch, self.position = first_epoch + end // n, end % n
-            for i in range(first + self.ranks.rank, end, size):
+            for i in range(first + self.rank, end, size):
                 yield self.batch_at(first_epoch + i // n, i % n).to(self.device)
