@@ -42,6 +42,9 @@ CASES = {
         "translate", "export", str(r), "--out", str(new)]),
     "export without tokenizers": ("tokenizers", "translate", lambda d, r, new: [
         "translate", "export", str(r), "--out", str(new)]),
+    "export --format ctranslate2 without ctranslate2": ("ctranslate2", "ctranslate2",
+                                                        lambda d, r, new: [
+        "translate", "export", str(r), "--out", str(new), "--format", "ctranslate2"]),
     "train without tokenizers": ("tokenizers", "translate", lambda d, r, new: _train(d, new)),
     "train without sacrebleu": ("sacrebleu", "translate", lambda d, r, new: _train(d, new)),
     "train --tensorboard without tensorboard": ("tensorboard", "tensorboard",
@@ -94,4 +97,4 @@ def test_require_modules_finds_what_is_installed_and_names_what_is_not(monkeypat
     with pytest.raises(MissingExtra) as caught:
         require_modules(["tokenizers", "onnx"])
     assert (caught.value.module, caught.value.status) == ("onnx", 2)
-    assert set(EXTRAS.values()) == {"translate", "onnx", "tensorboard"}
+    assert set(EXTRAS.values()) == {"translate", "onnx", "ctranslate2", "tensorboard"}

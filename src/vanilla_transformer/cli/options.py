@@ -113,7 +113,7 @@ class CommandFailed(Exception):  # noqa: N818 - a public name since 0.1
 
 EXTRAS = {"tokenizers": "translate", "sacrebleu": "translate", "num2words": "translate",
           "onnx": "onnx", "onnxruntime": "onnx", "onnxscript": "onnx",
-          "tensorboard": "tensorboard"}
+          "ctranslate2": "ctranslate2", "tensorboard": "tensorboard"}
 """The extra that installs each optional package (`pip install 'vanilla-transformer[EXTRA]'`)."""
 
 

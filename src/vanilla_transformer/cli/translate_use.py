@@ -97,7 +97,20 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-len", type=int, default=None,
                         help="longest sequence the graphs accept: trims the positional "
                              "table (default: the model's)")
+    parser.add_argument("--format", choices=EXPORT_FORMATS, default="onnx",
+                        help="onnx: encoder.onnx and a one-step decoder.onnx; ctranslate2: a "
+                             "CTranslate2 model folder (default %(default)s)")
+    parser.add_argument("--quantization", choices=("int8", "int8_float32", "int16", "float16"),
+                        default=None, help="--format ctranslate2 only: store the weights in "
+                                           "this type (default: float32, as trained)")
     parser.add_argument("--overwrite", action="store_true", help=_OVERWRITE)
+
+
+EXPORT_FORMATS = ("onnx", "ctranslate2")
+"""The formats of `translate export --format`; onnx, the first, is the default."""
+
+_EXPORT_FILES = {"onnx": ["encoder.onnx", "decoder.onnx"],
+                 "ctranslate2": ["model.bin", "config.json", "shared_vocabulary.json"]}
 
 
 def _in_run_folder(path: Path) -> bool:
@@ -350,6 +363,7 @@ def run_run(args: argparse.Namespace) -> int:
 def run_export(args: argparse.Namespace) -> int:
     from ..training.checkpoints import TOKENIZER_FILE
     from ..training.run_folder import is_run_folder
+    from .options import require_modules
 
     out, run = Path(args.out), Path(args.run)
     if is_run_folder(out) or (out.resolve() == run.resolve()):
@@ -357,9 +371,11 @@ def run_export(args: argparse.Namespace) -> int:
                          f"{TOKENIZER_FILE} and would replace the run's: choose another folder")
     if args.max_len is not None and args.max_len <= 0:
         raise ValueError(f"--max-len must be positive, got {args.max_len}")
-    folder = _check_folder_outputs(args.out, ["encoder.onnx", "decoder.onnx", TOKENIZER_FILE],
+    if args.quantization is not None and args.format != "ctranslate2":
+        raise ValueError(f"--quantization {args.quantization} needs --format ctranslate2")
+    require_modules([args.format])  # before anything is written
+    folder = _check_folder_outputs(args.out, [*_EXPORT_FILES[args.format], TOKENIZER_FILE],
                                    args.overwrite)
-    from ..interop.onnx import export_onnx
     from ..training.run_folder import load_translator
 
     model, tokenizer = load_translator(args.run, args.checkpoint)
@@ -367,7 +383,21 @@ def run_export(args: argparse.Namespace) -> int:
         from ..interop.onnx import trim_positions
 
         model = trim_positions(model, args.max_len)
-    paths = export_onnx(model, _make_folder(folder), attention_weights=True)
+    created = not folder.exists()
+    try:
+        if args.format == "ctranslate2":
+            from ..interop.ctranslate2 import export_ctranslate2
+
+            paths = export_ctranslate2(model, tokenizer, _make_folder(folder),
+                                       quantization=args.quantization)
+        else:
+            from ..interop.onnx import export_onnx
+
+            paths = export_onnx(model, _make_folder(folder), attention_weights=True)
+    except BaseException:
+        if created and folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()  # a refused model leaves no empty folder behind
+        raise
     paths["tokenizer"] = tokenizer.save(folder / TOKENIZER_FILE)
     for name, path in paths.items():
         print(f"wrote {path}: {Path(path).stat().st_size:,} bytes ({name})")
