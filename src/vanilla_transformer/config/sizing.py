@@ -158,19 +158,19 @@ def size_run(stats: CorpusStats) -> dict[str, Choice]:
         vocab, why = stats.repeated, f"{stats.repeated:,} words seen twice"
     else:
         vocab, why = per_piece, f"one piece per {WORDS_PER_PIECE} of {stats.all_words:,} words"
+    if vocab < MIN_VOCAB:
+        why += f", at least {MIN_VOCAB}"
+    elif vocab > MAX_VOCAB:
+        why += f", at most {MAX_VOCAB:,}"
     vocab = min(max(vocab // STEP * STEP, MIN_VOCAB), MAX_VOCAB)
     if vocab < 2 * stats.characters:
         vocab, why = -(-2 * stats.characters // STEP) * STEP, f"{stats.characters:,} characters"
-    elif vocab == MIN_VOCAB and why.endswith("twice"):
-        why += f", at least {MIN_VOCAB}"
     preset = next((name for limit, name in PRESET_LIMITS if stats.pairs < limit), "paper-big")
     below = next((limit for limit, name in PRESET_LIMITS if name == preset), None)
     preset_why = (f"{stats.pairs:,} pairs, under {below:,}" if below is not None
                   else f"{stats.pairs:,} pairs, {PRESET_LIMITS[-1][0]:,} or more")
-    if stats.valid_chars > 0:
-        wanted = max(MIN_EVAL, round(VALID_CHARACTERS / stats.valid_chars / 50) * 50)
-    else:
-        wanted = MIN_EVAL
+    # a reference holds at least one character (read_tsv refuses an empty side)
+    wanted = max(MIN_EVAL, round(VALID_CHARACTERS / max(stats.valid_chars, 1.0) / 50) * 50)
     eval_size = min(wanted, stats.valid_pairs)
     eval_why = (f"all {stats.valid_pairs:,} validation pairs" if eval_size == stats.valid_pairs
                 else f"about {VALID_CHARACTERS:,} characters of references")
