@@ -28,6 +28,6 @@ from .onnx import export_onnx, greedy_decode_onnx
 
 __all__ += ["export_onnx", "greedy_decode_onnx"]
 
-from .ctranslate2 import ctranslate2_spec, export_ctranslate2, translate_ctranslate2
+from .ctranslate2 import ctranslate2_spec, export_ctranslate2, translate_ctranslate2  # noqa: E402
 
 __all__ += ["export_ctranslate2", "ctranslate2_spec", "translate_ctranslate2"]

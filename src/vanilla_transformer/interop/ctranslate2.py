@@ -16,9 +16,9 @@ Two conventions differ between the two decoders and are set here or named where 
 - the source ends with `</s>` in the package; the folder's config says `add_source_eos`, so
   CTranslate2 appends it to the tokens it is given;
 - the length penalty: the package divides a hypothesis' log-probability by GNMT's
-  $((5 + |Y|) / 6)^\alpha$, with $|Y|$ counting `</s>`; CTranslate2 divides by $|Y|^\alpha$,
-  with $|Y|$ not counting `</s>` unless `return_end_token=True`. With $\alpha = 0$ both rank by
-  the log-probability alone and the beams agree;
+  $((5 + |Y|) / 6)^\alpha$, CTranslate2 (`length_penalty=alpha`) by $|Y|^\alpha$; both count
+  `</s>` in $|Y|$ (CTranslate2 4.8.5 counts it even when `return_end_token=False` leaves it out
+  of the output). With $\alpha = 0$ both rank by the log-probability alone and the beams agree;
   [`translate_ctranslate2`][vanilla_transformer.interop.ctranslate2.translate_ctranslate2]
   with `rescore=True` ranks CTranslate2's finished hypotheses by the package's penalty instead.
 
@@ -291,10 +291,9 @@ def translate_ctranslate2(
     each output has at most `len(source ids) + max_extra` tokens (`</s>` included), and `</s>`
     may come first. With `rescore=True` (and `beam_size > 1`) CTranslate2 searches with no
     length penalty, returns its `beam_size` finished hypotheses with their log-probabilities,
-    and the best by the package's score $\\log P / ((5 + |Y|) / 6)^\\alpha$ (|Y| counting
-    `</s>`) is kept. With `rescore=False`, CTranslate2's own penalty is used:
-    `length_penalty=alpha`, $\\log P / |Y|^\\alpha$; both ask for `return_end_token=True`, so
-    that |Y| counts `</s>` (CTranslate2's default leaves it out).
+    and the best by the package's score $\\log P / ((5 + |Y|) / 6)^\\alpha$ is kept. With
+    `rescore=False`, CTranslate2's own penalty is used: `length_penalty=alpha`,
+    $\\log P / |Y|^\\alpha$. |Y| counts `</s>` in both.
 
     Args:
         translator: a `ctranslate2.Translator`.
@@ -335,7 +334,7 @@ def translate_ctranslate2(
                 [pieces[i] for i in chunk], beam_size=beam_size,
                 length_penalty=0.0 if rank else float(alpha),
                 num_hypotheses=beam_size if rank else 1, return_scores=rank,
-                return_end_token=True,  # |Y| counts </s>, as the package's does
+                return_end_token=True,  # len(hypothesis) is |Y|, </s> included
                 max_decoding_length=length + 1 + max_extra,  # + 1: the source's </s>
                 min_decoding_length=0)
             for i, result in zip(chunk, results):
