@@ -653,3 +653,23 @@ def test_a_stop_while_tokenising_is_at_once_and_leaves_nothing(data, tmp_path):
     _out, err = child.communicate(timeout=60)
     assert child.returncode == 130 and said.strip().endswith("error: interrupted"), said + err
     assert not run.exists() or not list(run.iterdir())
+
+
+def test_averaging_keeps_to_the_end_of_the_run_and_says_so(data, tmp_path, capsys):
+    # checkpoints of steps 2, 4, 6, 8 and 9; the last fifth of 9 steps starts at step 8
+    out = tmp_path / "avg"
+    assert main(_train(data, out, "--max-steps", "9", *TINY, "--average", "5")) == 0
+    printed = capsys.readouterr().out
+    assert ("model.pt: the average of the checkpoints of steps 8, 9, the last 20% of the run "
+            "(from step 8)") in printed
+    assert printed.rstrip().endswith("the average of the checkpoints of steps 8, 9")
+    from vanilla_transformer.training.checkpoints import load_checkpoint
+
+    assert load_checkpoint(out / "model.pt")[1]["averaged"] == [8, 9]
+    # a run too short for two checkpoints in its last fifth keeps its last one alone
+    out = tmp_path / "short"
+    assert main(_train(data, out, "--max-steps", "3", *TINY, "--average", "5")) == 0
+    printed = capsys.readouterr().out
+    assert ("model.pt: averaging skipped, the checkpoint of step 3 alone (step 2 is before "
+            "step 3, where the last 20% of the run starts)") in printed
+    assert printed.rstrip().endswith("the checkpoint of step 3")

@@ -14,6 +14,7 @@ Explained on the [Parameter calculator][calculator-guide] page.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +25,8 @@ from ..model.config import ModelConfig
 from ._table import describe, format_table
 from .parameters import Component, parameter_count_for
 
-__all__ = ['dtype_bytes', 'format_bytes', 'MemoryEstimate', 'memory_estimate_for', 'memory_estimate']
+__all__ = ['dtype_bytes', 'format_bytes', 'MemoryEstimate', 'memory_estimate_for', 'memory_estimate',
+           'check_fits_memory']
 
 _DTYPES = {
     "float32": torch.float32, "fp32": torch.float32, "float": torch.float32,
@@ -345,3 +347,38 @@ def memory_estimate(
     config = ModelConfig(src_vocab, tgt_vocab, *sizes, **options)
     return memory_estimate_for(config, batch=batch, src_len=src_len, tgt_len=tgt_len,
                                dtype=dtype, mask_bytes=mask_bytes)
+
+
+def _device_memory(device: torch.device) -> int:
+    if device.type == "cuda":
+        return int(torch.cuda.get_device_properties(device).total_memory)
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # not a POSIX system: no bound known
+        return 2**62
+
+
+def check_fits_memory(config: ModelConfig, device: torch.device) -> int:
+    r"""Refuse, before it is built, a model whose float32 training state, $(4P + Q) \cdot 4$
+    bytes (activations not counted), cannot fit `device`'s memory; else its parameter count.
+
+    Raises:
+        ValueError: naming the sizes, the bytes needed and the bytes there are.
+
+    Examples:
+        >>> check_fits_memory(ModelConfig(10, 10, N=10**9), torch.device("cpu"))
+        ... # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: a model of N=1000000000, d_model=512, d_ff=2048, ... needs at least ...
+    """
+    params = int(parameter_count_for(config).total)
+    needed = (4 * params + config.max_len * config.d_model) * 4
+    have = _device_memory(device)
+    if needed > have:
+        raise ValueError(
+            f"a model of N={config.N}, d_model={config.d_model}, d_ff={config.d_ff}, "
+            f"max_len={config.max_len} and vocabularies {config.src_vocab}/{config.tgt_vocab} "
+            f"has {params:,} parameters and needs at least {needed:,} bytes to train, but "
+            f"the {device.type} memory holds {have:,}: choose smaller sizes")
+    return params

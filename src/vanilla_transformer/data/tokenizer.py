@@ -12,14 +12,18 @@ Explained on the [Training a real translator][translator-guide] page.
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 from .._checks import check_positive_int
 from .._io import atomic_write
 
-__all__ = ["SPECIAL_TOKENS", "PAD", "BOS", "EOS", "UNK", "SharedTokenizer", "train_tokenizer"]
+__all__ = ["SPECIAL_TOKENS", "PAD", "BOS", "EOS", "UNK", "SharedTokenizer", "train_tokenizer",
+           "check_tokenizer_file", "load_trained_tokenizer"]
 
 SPECIAL_TOKENS = ("<pad>", "<s>", "</s>", "<unk>")
 """The special tokens, in id order."""
@@ -155,3 +159,46 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int = 400) -> SharedTokeni
                                   show_progress=False)
     tokenizer.train_from_iterator(texts, trainer=trainer)
     return SharedTokenizer(tokenizer)
+
+
+_PARTS = ("normalizer", "pre_tokenizer", "post_processor", "decoder", "truncation", "padding")
+
+
+def _parts(data: dict[str, Any]) -> dict[str, Any]:
+    model = data.get("model")
+    model = {k: v for k, v in model.items() if k not in ("vocab", "merges")} if isinstance(
+        model, dict) else None
+    return {**{k: data.get(k) for k in _PARTS}, "model": model}
+
+
+@functools.cache
+def _trained_parts() -> dict[str, Any]:
+    """The parts of a `tokenizer.json` that `train_tokenizer` writes whatever the data."""
+    return _parts(json.loads(train_tokenizer(["a b", "c"], 10).tokenizer.to_str()))
+
+
+def check_tokenizer_file(path: str | os.PathLike[str]) -> None:
+    """Refuse a `tokenizer.json` with parts that `train_tokenizer` never writes (a normalizer,
+    another pre-tokenizer or model), before the tokenizer library reads it.
+
+    Raises:
+        ValueError: naming the file and the first part that differs.
+    """
+    name = repr(os.fspath(path))
+    try:
+        data = json.loads(Path(os.fspath(path)).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(f"{name} is not a tokenizer file ({error})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("model"), dict):
+        raise ValueError(f"{name} is not a tokenizer file written by training")
+    found = _parts(data)
+    for part, value in _trained_parts().items():
+        if found[part] != value:
+            raise ValueError(f"{name} has a {part} that training never writes; restore the "
+                             "run's own tokenizer.json")
+
+
+def load_trained_tokenizer(path: str | os.PathLike[str]) -> SharedTokenizer:
+    """`SharedTokenizer.load`, after `check_tokenizer_file`."""
+    check_tokenizer_file(path)
+    return SharedTokenizer.load(path)

@@ -8,7 +8,8 @@ Explained on the [Training a real translator][translator-guide] page.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterator, Sequence
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,8 @@ from .corpus import StreamingTokenBatches, tokenize_corpus
 from .token_batches import epoch_order, make_token_batches
 from .tokenizer import BOS, EOS, PAD, SharedTokenizer
 
-__all__ = ["Batches", "training_batches", "pairs_fingerprint", "encode_pairs", "BatchStream"]
+__all__ = ["Batches", "training_batches", "pairs_fingerprint", "file_fingerprint", "encode_pairs",
+           "BatchStream"]
 
 TOKENISE_CHUNK = 4096
 """Lines tokenised per call to the tokenizer library, which Python cannot interrupt: a stop
@@ -30,14 +32,32 @@ Batches = tuple[int, Callable[[int, int], Batch], int]
 """`(batches per epoch, the batch at (epoch, position), pairs left out)`."""
 
 
-def pairs_fingerprint(pairs: Sequence[tuple[str, str]]) -> dict[str, Any]:
-    """Size and SHA-256 of `pairs` written as TSV text (what `write_tsv` would write)."""
+def _fingerprint(chunks: Iterable[bytes]) -> dict[str, Any]:
     digest, size = hashlib.sha256(), 0
-    for src, tgt in pairs:
-        line = f"{src}\t{tgt}\n".encode()
-        digest.update(line)
-        size += len(line)
+    for chunk in chunks:
+        digest.update(chunk)
+        size += len(chunk)
     return {"size": size, "sha256": digest.hexdigest()}
+
+
+def pairs_fingerprint(pairs: Sequence[tuple[str, str]]) -> dict[str, Any]:
+    """Size and SHA-256 of `pairs` written as TSV text (what `write_tsv` would write): the
+    `file_fingerprint` of that file."""
+    return _fingerprint(f"{src}\t{tgt}\n".encode() for src, tgt in pairs)
+
+
+def file_fingerprint(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The size in bytes and the SHA-256 of a file, read in chunks.
+
+    Examples:
+        >>> import tempfile, pathlib
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "a.tsv"
+        >>> _ = path.write_text("one\\teins\\n")
+        >>> file_fingerprint(path) == pairs_fingerprint([("one", "eins")])
+        True
+    """
+    with open(os.fspath(path), "rb") as f:
+        return _fingerprint(iter(lambda: f.read(1 << 20), b""))
 
 
 def encode_pairs(tokenizer: SharedTokenizer,

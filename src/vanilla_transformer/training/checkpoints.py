@@ -1,10 +1,9 @@
 """Every file a training run writes: its names, its formats, and how each is read back.
 
 A model file (`save_checkpoint`) holds a model with its `ModelConfig`; a training checkpoint
-(`save_train_state`) holds everything a run needs to continue to the step. Both are plain data
-read with `torch.load(weights_only=True)` and written atomically; a training checkpoint is read
-back once written, and ordered by the step it holds, which its name repeats and loading checks.
-The positional encoding's sinusoid table is recomputed from the configuration, so not saved.
+(`save_train_state`) all a run needs to continue. Both are plain data, written atomically and
+read with `torch.load(weights_only=True)`; a training checkpoint is read back once written,
+and checkpoints are ordered by the step they hold. The sinusoid table is not saved.
 
 Explained on the [Training the copy task][training-guide] page.
 """
@@ -31,15 +30,11 @@ from ..model.encoder_decoder import EncoderDecoder, make_model_from_config
 
 __all__ = [
     "MODEL_FILE", "TOKENIZER_FILE", "CONFIG_FILE", "METRICS_FILE", "CHECKPOINTS", "LOCK_FILE",
-    "BEST_FILE", "IDS_FOLDER", "TENSORBOARD_FOLDER", "TRAIN_STATE_FORMAT",
-    "naming", "save_atomically", "write_json", "checkpoint_paths", "step_of", "save_train_state",
-    "load_train_state", "average_checkpoints", "AVERAGE_SPAN", "averaging_window",
-    "CHECKPOINT_FORMAT",
-    "save_checkpoint",
-    "load_checkpoint",
-    "model_state",
-    "load_model_state",
-    "check_weights_fit_config",
+    "BEST_FILE", "IDS_FOLDER", "STAGED_IDS", "TENSORBOARD_FOLDER", "TRAIN_STATE_FORMAT",
+    "CHECKPOINT_FORMAT", "AVERAGE_SPAN", "naming", "save_atomically", "write_json",
+    "checkpoint_paths", "step_of", "save_train_state", "load_train_state", "averaging_window",
+    "average_checkpoints", "save_checkpoint", "load_checkpoint", "model_state",
+    "load_model_state", "check_weights_fit_config",
 ]
 
 MODEL_FILE, TOKENIZER_FILE, CONFIG_FILE, METRICS_FILE, CHECKPOINTS, LOCK_FILE = (
@@ -49,8 +44,9 @@ MODEL_FILE, TOKENIZER_FILE, CONFIG_FILE, METRICS_FILE, CHECKPOINTS, LOCK_FILE = 
 BEST_FILE = "best.pt"
 """In `CHECKPOINTS/`: the checkpoint with the best validation score (with `keep_best`)."""
 
-IDS_FOLDER = "ids"
-"""Where a run fed a TSV file keeps its token ids (`tokenize_corpus`), reused on resume."""
+IDS_FOLDER, STAGED_IDS = "ids", ".ids-staged"
+"""Where a run fed a TSV file keeps its token ids (reused on resume), and where a run that
+replaces another (`overwrite`) tokenises its data until it is accepted."""
 
 TENSORBOARD_FOLDER = "tensorboard"
 """Where `tensorboard=True` writes its event files."""
@@ -193,18 +189,9 @@ def _layer_count(state: dict[str, Any], stack: str) -> int:
 def check_weights_fit_config(
     config: ModelConfig, state: dict[str, Any], name: str = "the file"
 ) -> None:
-    """Check the sizes a configuration claims against the weights' shapes, before building it.
-
-    A file saying `N=10000` next to the weights of two layers fails at once, not after
-    building ten thousand layers.
-
-    Args:
-        config: the saved configuration.
-        state: the saved `state_dict`.
-        name: the file, for the message.
-
-    Raises:
-        ValueError: naming the first size that does not match.
+    """Check the sizes `config` claims against the weights' shapes, before building a model:
+    a file saying `N=10000` next to two layers' weights fails at once. A `ValueError` names
+    `name` and the first size that does not match.
 
     Examples:
         >>> model = make_model(5, 5, N=1, d_model=16, d_ff=32, h=2)
@@ -241,17 +228,14 @@ def check_weights_fit_config(
 def save_checkpoint(
     path: str | os.PathLike[str] | IO[bytes], model: nn.Module, **metadata: Any
 ) -> None:
-    """Save a model built by `make_model` with its configuration, so it can be rebuilt later.
-
-    The file holds plain data only (the configuration as a dict, the `state_dict`, and
-    `metadata`), read back by `load_checkpoint` with `torch.load(..., weights_only=True)`;
-    metadata that could not be read back is refused before anything is written. A path is
-    written atomically (a killed save leaves the previous file whole); a file object as it is.
+    """Save a model built by `make_model` with its configuration and `metadata`, as plain data
+    that [`load_checkpoint`][vanilla_transformer.training.checkpoints.load_checkpoint] reads
+    with `weights_only=True`. A path is written atomically; a file object as it is.
 
     Raises:
         ValueError: if `model` has no `config`. TypeError: if a metadata value is not plain
-            data (a `pathlib.Path`, say: store `str(path)`). FileNotFoundError: if the folder
-            of `path` does not exist. OSError: `ENOSPC` naming the file when the disk is full.
+            data (store `str(path)` for a path), before anything is written. OSError:
+            `ENOSPC` naming the file when the disk is full.
 
     Examples:
         >>> import tempfile, os
@@ -284,6 +268,35 @@ def save_checkpoint(
         save_atomically(path, lambda f: torch.save(data, f))
 
 
+def _read(path: str | os.PathLike[str], form: str, what: str, keys: tuple[str, ...],
+          map_location: str | torch.device = "cpu") -> tuple[dict[str, Any], ModelConfig]:
+    """The file of format `form` at `path`, read with `weights_only=True`, and its
+    `ModelConfig`, once it holds the dicts `keys` (its configuration and weights first) and
+    the weights fit the configuration."""
+    name = repr(os.fspath(path))
+    try:
+        data = torch.load(path, map_location=map_location, weights_only=True)
+    except OSError:
+        raise
+    except Exception as error:  # torch.load raises any type for a foreign file
+        # in full: torch's own message warns against weights_only=False, which can run code
+        reason = " ".join(str(error).split()) or type(error).__name__
+        raise ValueError(f"{name} is not {what}: torch.load failed "
+                         f"({type(error).__name__}: {reason})") from error
+    if not isinstance(data, dict) or data.get("format") != form:
+        raise ValueError(f"{name} is not {what}")
+    missing = [k for k in keys if not isinstance(data.get(k), dict)]
+    if missing:
+        raise ValueError(f"{name} is not {what}: its {', '.join(missing)} is missing or not a "
+                         "dict")
+    try:
+        config = ModelConfig.from_dict(data[keys[0]])
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{name} holds a bad model configuration: {error}") from None
+    check_weights_fit_config(config, data[keys[1]], name)
+    return data, config
+
+
 def load_checkpoint(
     path: str | os.PathLike[str], map_location: str | torch.device = "cpu"
 ) -> tuple[EncoderDecoder, dict[str, Any]]:
@@ -295,51 +308,11 @@ def load_checkpoint(
             corrupt one, or one whose weights do not fit its configuration).
         FileNotFoundError: if the file does not exist.
     """
-    name = repr(os.fspath(path))
-    try:
-        data = torch.load(path, map_location=map_location, weights_only=True)
-    except OSError:
-        raise
-    except Exception as error:  # pickle, zip and format errors of a file that is no checkpoint
-        # in full: torch's own message warns against loading an untrusted file with
-        # weights_only=False, which can run code
-        reason = " ".join(str(error).split()) or type(error).__name__
-        raise ValueError(f"{name} is not a checkpoint written by save_checkpoint: torch.load "
-                         f"failed ({type(error).__name__}: {reason})") from error
-    if not isinstance(data, dict) or data.get("format") != CHECKPOINT_FORMAT:
-        raise ValueError(f"{name} is not a checkpoint written by save_checkpoint")
-    missing = [k for k in ("config", "state_dict", "metadata") if k not in data]
-    if missing:
-        raise ValueError(f"{name} is an incomplete checkpoint: it lacks {', '.join(missing)}")
-    if not isinstance(data["config"], dict) or not isinstance(data["state_dict"], dict):
-        raise ValueError(f"{name} is not a checkpoint written by save_checkpoint: its config "
-                         "or state_dict is not a dict")
-    config = _config(data["config"], name)
-    check_weights_fit_config(config, data["state_dict"], name)
+    data, config = _read(path, CHECKPOINT_FORMAT, "a checkpoint written by save_checkpoint",
+                         ("config", "state_dict", "metadata"), map_location)
     model = make_model_from_config(config)
-    load_model_state(model, data["state_dict"], name)
-    if not isinstance(data["metadata"], dict):
-        raise ValueError(f"{name} is not a checkpoint written by save_checkpoint: its metadata "
-                         "is not a dict")
+    load_model_state(model, data["state_dict"], repr(os.fspath(path)))
     return model.eval(), data["metadata"]
-
-
-def _config(data: Any, name: str) -> ModelConfig:
-    """The `ModelConfig` a file holds, any wrong shape or value one `ValueError` naming it."""
-    try:
-        return ModelConfig.from_dict(data)
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"{name} holds a bad model configuration: {error}") from None
-
-
-def _torch_load(path: str | os.PathLike[str]) -> Any:
-    try:
-        return torch.load(path, map_location="cpu", weights_only=True)
-    except OSError:
-        raise
-    except Exception as error:  # noqa: BLE001 - torch.load raises any type for a foreign file
-        reason = " ".join(str(error).split())
-        raise ValueError(f"{os.fspath(path)}: not a readable checkpoint ({reason})") from None
 
 
 def save_train_state(path: Path, **state: Any) -> None:
@@ -358,17 +331,11 @@ def save_train_state(path: Path, **state: Any) -> None:
 def load_train_state(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Read a training checkpoint with `torch.load(weights_only=True)`; a `ValueError` if it is
     none, holds another step than its name says, or its weights do not fit its configuration."""
-    state = _torch_load(path)
-    name = os.fspath(path)
-    if not isinstance(state, dict) or state.get("format") != TRAIN_STATE_FORMAT:
-        raise ValueError(f"{name}: not a training checkpoint")
-    if not isinstance(state.get("config"), dict) or not isinstance(state.get("model"), dict):
-        raise ValueError(f"{name}: an incomplete training checkpoint")
-    step = state.get("step")
-    if _STEP_NAME.fullmatch(Path(name).name) and step != step_of(Path(name)):
-        raise ValueError(f"{name}: holds step {step!r}, not the step its name says")
-    check_weights_fit_config(_config(state["config"], name), state["model"], name)
-    return dict(state)
+    state, _ = _read(path, TRAIN_STATE_FORMAT, "a training checkpoint", ("config", "model"))
+    step, name = state.get("step"), Path(os.fspath(path)).name
+    if _STEP_NAME.fullmatch(name) and step != step_of(Path(name)):
+        raise ValueError(f"{os.fspath(path)}: holds step {step!r}, not the step its name says")
+    return state
 
 
 def averaging_window(steps: Sequence[int], average: int) -> list[int]:
@@ -407,7 +374,7 @@ def average_checkpoints(paths: Sequence[str | os.PathLike[str]]) -> dict[str, to
     total: dict[str, torch.Tensor] = {}
     last: dict[str, torch.Tensor] = {}
     for path in paths:
-        data = _torch_load(path)
+        data = _load_any(path)
         state = data.get("model", data.get("state_dict")) if isinstance(data, dict) else None
         if not isinstance(state, dict):
             raise ValueError(f"{os.fspath(path)}: holds no model state_dict")
@@ -421,3 +388,13 @@ def average_checkpoints(paths: Sequence[str | os.PathLike[str]]) -> dict[str, to
         last = state
     return {name: (total[name] / len(paths)).to(t.dtype) if t.is_floating_point() else t
             for name, t in last.items()}
+
+
+def _load_any(path: str | os.PathLike[str]) -> Any:
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except OSError:
+        raise
+    except Exception as error:  # noqa: BLE001 - torch.load raises any type for a foreign file
+        raise ValueError(f"{os.fspath(path)}: not a readable checkpoint "
+                         f"({' '.join(str(error).split())})") from None

@@ -198,55 +198,39 @@ def run_epoch(
     """Run one pass over `data_iter`, training or evaluating.
 
     Batches are taken `accum_iter` at a time (a *window*). In training, each batch's loss is
-    divided by the number of target tokens in the whole window before `backward()`, so after the
-    window the accumulated gradient is the gradient of the mean loss per token over the
-    window's combined batch (up to float rounding). The optimizer and the scheduler then
-    step once. A last, shorter window is stepped too, so no gradient leaks into the next epoch.
-
-    With `DistributedDataParallel`, the divisor is the window's target tokens on **all** ranks
-    (one `all_reduce` of a number per window), and the reported loss is the mean over all
-    ranks' tokens: `K` ranks of one batch each compute what one process computes with
-    `accum_iter=K` on the same `K` batches.
-
-    The model's mode is not changed: call `model.train()` or `model.eval()` first. In `"eval"`
-    mode nothing is updated and no graph is built.
+    divided by the target tokens of the whole window before `backward()`, so the accumulated
+    gradient is that of the mean loss per token over the window; then the optimizer and the
+    scheduler step once (a last, shorter window too). Under `DistributedDataParallel` the
+    divisor counts the tokens of **all** processes (one `all_reduce` per window), so `K`
+    processes of one batch each compute what one process computes with `accum_iter=K`.
+    The model's mode is not changed: call `model.train()` or `model.eval()` first.
 
     Args:
         data_iter: batches with `src`, `tgt`, `src_mask`, `tgt_mask`, `tgt_y` and `ntokens`
-            (e.g. [`Batch`][vanilla_transformer.data.batching.Batch]es from
-            [`data_gen`][vanilla_transformer.data.copy_task.data_gen]).
-        model: called as `model(src, tgt, src_mask, tgt_mask)`. A `DistributedDataParallel`
-            wrapper works; its gradients are averaged across processes once per window
-            (`no_sync` for the other batches).
-        loss_compute: called as `loss_compute(out, tgt_y, norm)`, returning `(loss_sum,
-            loss_node)` like [`SimpleLossCompute`][vanilla_transformer.training.loss.SimpleLossCompute],
-            with `loss_node = loss_sum / norm`.
-        optimizer: required in training modes.
-        scheduler: stepped after every optimizer step, or `None`.
-        mode: `"train"` (or its alias `"train+log"`) or `"eval"`.
+            (e.g. [`data_gen`][vanilla_transformer.data.copy_task.data_gen]'s).
+        model: called as `model(src, tgt, src_mask, tgt_mask)`, possibly wrapped in DDP.
+        loss_compute: `loss_compute(out, tgt_y, norm) -> (loss_sum, loss_sum / norm)`, like
+            [`SimpleLossCompute`][vanilla_transformer.training.loss.SimpleLossCompute].
+        optimizer: required in training modes. scheduler: stepped after each optimizer step.
+        mode: `"train"` (or its alias `"train+log"`) or `"eval"` (no graph, no update).
         accum_iter: batches per optimizer step.
         train_state: counts to continue from (updated in place); a new one if `None`.
-        progress: show a tqdm progress bar (on stderr) with the running loss.
-        total: number of batches, for the progress bar, when `data_iter` has no length.
+        progress: show a tqdm bar on stderr; `total` and `desc` are its length and label.
         on_step: called after every optimizer step as `on_step(train_state, loss)`, with the
-            window's mean loss per token (e.g. to record a loss curve).
-        desc: the progress bar's label.
-        autocast: a context manager entered around each forward pass and loss, e.g.
-            `torch.autocast("cuda", dtype=torch.bfloat16)` (`None`: full precision).
-        scaler: a `torch.amp.GradScaler` for float16: the loss is scaled before `backward()`,
-            and a window whose gradients overflow is skipped (no optimizer or scheduler step)
-            while the scaler lowers its scale, as `GradScaler` intends.
-        check_gradients: before each update, check that every gradient is finite (one host
-            sync per window) and stop with `TrainingDiverged` otherwise.
+            window's mean loss per token.
+        autocast: a context entered around each forward pass and loss (`None`: full precision).
+        scaler: a `torch.amp.GradScaler` for float16; a window whose gradients overflow is
+            skipped while the scaler lowers its scale.
+        check_gradients: check that every gradient is finite before each update (one host
+            sync per window).
 
     Returns:
-        `(loss, train_state)`: the mean loss per target token over the pass, as a float, and the
-        updated counts.
+        `(loss, train_state)`: the mean loss per target token over the pass, and the counts.
 
     Raises:
-        ValueError: for an unknown `mode`, a non-positive `accum_iter`, a training mode without
-            an optimizer, or an empty `data_iter`. `TrainingDiverged` (a `ValueError`) for a
-            loss, or with `check_gradients` a gradient, that is not finite, before the update.
+        ValueError: for an unknown `mode`, a non-positive `accum_iter`, training without an
+            optimizer, or no batches. `TrainingDiverged` (a `ValueError`) for a loss, or with
+            `check_gradients` a gradient, that is not finite, before the update.
 
     Examples:
         >>> from vanilla_transformer.training import LabelSmoothing, SimpleLossCompute, run_epoch

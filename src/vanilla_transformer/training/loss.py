@@ -50,6 +50,24 @@ def _check_smoothing(size: int, padding_idx: object, smoothing: object, size_nam
             f"one and padding), so {size_name} must be at least 3; got {size_name}={size}"
         )
 
+def _check_rows(x: torch.Tensor, target: torch.Tensor, x_name: str, size: int | None) -> None:
+    """Raise unless `x` is `(rows, size)` and `target` holds `rows` class ids in `[0, size)`
+    (the ids read only where that costs no host sync)."""
+    if x.dim() != 2 or (size is not None and x.size(1) != size):
+        raise ValueError(f"{x_name} must have shape (rows, {size or 'V'}), got "
+                         f"{tuple(x.shape)}")
+    if target.dtype.is_floating_point or target.dtype.is_complex or target.dtype == torch.bool:
+        raise TypeError(f"target must hold integer class ids, got dtype {target.dtype}")
+    if target.dim() != 1 or target.size(0) != x.size(0):
+        raise ValueError(f"target must have shape ({x.size(0)},) to match {x_name}, got "
+                         f"{tuple(target.shape)}")
+    if target.numel() and reads_values(target):
+        lo, hi = (int(v) for v in torch.aminmax(target))
+        if lo < 0 or hi >= x.size(1):
+            raise ValueError(f"target ids must lie in [0, {x.size(1)}); found id "
+                             f"{lo if lo < 0 else hi}")
+
+
 class LabelSmoothing(nn.Module):
     r"""KL-divergence loss against a label-smoothed target distribution (the Annotated
     Transformer's form; the paper's section 5.4 gives only $\epsilon_{ls}$).
@@ -116,24 +134,11 @@ class LabelSmoothing(nn.Module):
             mean).
 
         Raises:
-            ValueError: if `x` is not `(rows, size)`, `target` is not `(rows,)`, or, for CPU
-                tensors outside `torch.compile`, a target id is outside `[0, size)` or `x` holds
-                probabilities rather than log-probabilities (a value above 0, or none below).
-            TypeError: if `target` is not an integer tensor.
+            ValueError: if `x` is not `(rows, size)`, `target` not `(rows,)`, or (read where
+                that costs no host sync) an id is outside `[0, size)` or `x` holds
+                probabilities rather than log-probabilities. TypeError: for non-integer ids.
         """
-        if x.dim() != 2 or x.size(1) != self.size:
-            raise ValueError(f"x must have shape (rows, {self.size}), got {tuple(x.shape)}")
-        if target.dim() != 1 or target.size(0) != x.size(0):
-            raise ValueError(
-                f"target must have shape ({x.size(0)},) to match x, got {tuple(target.shape)}"
-            )
-        if target.dtype.is_floating_point or target.dtype == torch.bool:
-            raise TypeError(f"target must hold integer class ids, got dtype {target.dtype}")
-        if target.numel() and reads_values(target):
-            lo, hi = (int(v) for v in torch.aminmax(target))
-            if lo < 0 or hi >= self.size:
-                raise ValueError(f"target ids must lie in [0, {self.size}); found id "
-                                 f"{lo if lo < 0 else hi}")
+        _check_rows(x, target, "x", self.size)
         if x.numel() and reads_values(x):
             low, high = (float(v) for v in torch.aminmax(x.detach()))
             # log-probabilities are <= 0 (a tolerance for rounding); a probability row is >= 0
@@ -261,20 +266,9 @@ def label_smoothed_kl(
             raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
     if not log_probs.is_floating_point():
         raise TypeError(f"log_probs must be a floating-point tensor, got dtype {log_probs.dtype}")
-    if log_probs.dim() != 2:
-        raise ValueError(f"log_probs must have shape (rows, V), got {tuple(log_probs.shape)}")
-    rows, size = log_probs.shape
-    if target.dtype.is_floating_point or target.dtype.is_complex or target.dtype == torch.bool:
-        raise TypeError(f"target must hold integer class ids, got dtype {target.dtype}")
-    if target.dim() != 1 or target.size(0) != rows:
-        raise ValueError(
-            f"target must have shape ({rows},) to match log_probs, got {tuple(target.shape)}"
-        )
+    _check_rows(log_probs, target, "log_probs", None)
+    size = log_probs.size(1)
     _check_smoothing(size, padding_idx, smoothing, "V")
-    if target.numel() and reads_values(target):
-        lo, hi = (int(v) for v in torch.aminmax(target))
-        if lo < 0 or hi >= size:
-            raise ValueError(f"target ids must lie in [0, {size}); found id {lo if lo < 0 else hi}")
     smoothing = float(smoothing)
     spread = smoothing / (size - 2) if smoothing > 0 else 0.0
     result: torch.Tensor = _LabelSmoothedKL.apply(  # type: ignore[no-untyped-call]

@@ -20,7 +20,8 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from ..config import AMP_MODES, DEFAULT_TIMEOUT, DEVICES, ModelConfig
+from ..analysis.memory import check_fits_memory as check_fits_memory
+from ..config import AMP_MODES, DEFAULT_TIMEOUT, DEVICES
 
 __all__ = ["DEFAULT_TIMEOUT", "RefusalError", "ProcessZeroError", "Ranks", "check_timeout",
            "default_backend", "free_port", "join", "leave", "all_ranks_sum", "resolve_device",
@@ -221,49 +222,3 @@ def amp_context(device: torch.device, amp: str) -> contextlib.AbstractContextMan
                          "loss scaling); use 'bf16' or 'off'")
     dtype = torch.bfloat16 if amp == "bf16" else torch.float16
     return torch.autocast(device_type=device.type, dtype=dtype)
-
-
-TRAINING_BYTES = 16
-"""Bytes a trained parameter needs at least: float32 weight, gradient and Adam's two moments."""
-
-
-def _memory(device: torch.device) -> int:
-    if device.type == "cuda":
-        return int(torch.cuda.get_device_properties(device).total_memory)
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):  # not a POSIX system: no bound known
-        return 2**62
-
-
-def check_fits_memory(config: ModelConfig, device: torch.device) -> int:
-    """Refuse, before it is built, a model whose training state cannot fit `device`'s memory.
-
-    The parameter count comes from the closed form (`parameter_count_for`), so nothing is
-    allocated; the positional table (`max_len * d_model`) counts too.
-
-    Returns:
-        The parameter count.
-
-    Raises:
-        ValueError: naming the sizes, the bytes needed and the bytes there are.
-
-    Examples:
-        >>> check_fits_memory(ModelConfig(10, 10, N=10**9), torch.device("cpu"))
-        ... # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-        ...
-        ValueError: a model of N=1000000000, d_model=512, d_ff=2048, ... needs at least ...
-    """
-    from ..analysis.parameters import parameter_count_for
-
-    params = int(parameter_count_for(config).total)
-    needed = TRAINING_BYTES * params + 4 * config.max_len * config.d_model
-    have = _memory(device)
-    if needed > have:
-        raise ValueError(
-            f"a model of N={config.N}, d_model={config.d_model}, d_ff={config.d_ff}, "
-            f"max_len={config.max_len} and vocabularies {config.src_vocab}/{config.tgt_vocab} "
-            f"has {params:,} parameters and needs at least {needed:,} bytes to train, but "
-            f"the {device.type} memory holds {have:,}: choose smaller sizes")
-    return params

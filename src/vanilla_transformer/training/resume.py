@@ -11,7 +11,6 @@ a skipped check.
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -23,21 +22,19 @@ from torch import nn
 from .. import config as settings
 from ..config import ModelConfig, RunOptions, TranslationConfig
 from ..data.corpus import iter_tsv, sample_tsv
-from ..data.tokenizer import SharedTokenizer, train_tokenizer
+from ..data.tokenizer import SharedTokenizer, load_trained_tokenizer, train_tokenizer
 from ..data.translation_batches import pairs_fingerprint
 from . import checkpoints as files
 from .checkpoints import load_train_state
 from .loop import FitProgress
-from .ranks import Ranks, amp_context, resolve_device
+from .ranks import Ranks, RefusalError, amp_context, resolve_device
 from .run_folder import (
-    STAGED_IDS,
-    RefusalError,
     RunLock,
-    _load_tokenizer,
     check_folder,
     clear_run,
     file_fingerprint,
     read_run_config,
+    remove_entry,
     remove_stale_temporaries,
 )
 
@@ -148,7 +145,7 @@ def prepare_resumed(folder: Path, *, preset: str | None, model_options: dict[str
     if not (folder / files.TOKENIZER_FILE).is_file():
         raise ValueError(f"cannot resume: {str(folder)!r} lacks {files.TOKENIZER_FILE}")
     state = load_train_state(paths[-1])
-    tokenizer = _load_tokenizer(folder / files.TOKENIZER_FILE)
+    tokenizer = load_trained_tokenizer(folder / files.TOKENIZER_FILE)
     model_config = ModelConfig.from_dict(state["config"])
     saved_preset = saved.get("preset") or settings.DEFAULT_PRESET
     _check_same_model(model_config, preset, saved_preset, model_options)
@@ -277,12 +274,8 @@ def own_folder(call: TrainCall, train: Callable[[Prepared, list[bool]], T]) -> T
 
 def _remove_new(folder: Path, before: set[str]) -> None:
     """Remove what a refused run wrote: the entries of `folder` that were not in `before`."""
-    for name in set(os.listdir(folder)) - before - {".lock"}:
-        entry = folder / name
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry, ignore_errors=True)
-        else:
-            entry.unlink(missing_ok=True)
+    for name in set(os.listdir(folder)) - before - {files.LOCK_FILE}:
+        remove_entry(folder / name)
 
 
 def _prepare(call: TrainCall) -> Prepared:
@@ -306,8 +299,8 @@ def accept(call: TrainCall, ranks: Ranks, prepared: Prepared, accepted: list[boo
     if not call.resume:
         if call.overwrite:
             clear_run(folder)
-            if (folder / STAGED_IDS).is_dir():
-                os.replace(folder / STAGED_IDS, folder / files.IDS_FOLDER)
+            if (folder / files.STAGED_IDS).is_dir():
+                os.replace(folder / files.STAGED_IDS, folder / files.IDS_FOLDER)
         (folder / files.CHECKPOINTS).mkdir(exist_ok=True)
         with files.naming(folder / files.TOKENIZER_FILE):
             prepared.tokenizer.save(folder / files.TOKENIZER_FILE)

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import functools
-import hashlib
 import json
 import os
 import shutil
@@ -27,14 +25,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._io import atomic_write
+from ..data.tokenizer import check_tokenizer_file as check_tokenizer_file
+from ..data.tokenizer import load_trained_tokenizer
+from ..data.translation_batches import file_fingerprint as file_fingerprint
 from .checkpoints import (
-    BEST_FILE,
     CHECKPOINTS,
     CONFIG_FILE,
     IDS_FOLDER,
     LOCK_FILE,
     METRICS_FILE,
     MODEL_FILE,
+    STAGED_IDS,
     TENSORBOARD_FOLDER,
     TOKENIZER_FILE,
     checkpoint_paths,
@@ -42,7 +43,6 @@ from .checkpoints import (
     load_model_state,
     load_train_state,
     naming,
-    write_json,
 )
 from .ranks import RefusalError
 
@@ -50,16 +50,10 @@ if TYPE_CHECKING:
     from ..data.tokenizer import SharedTokenizer
     from ..model.encoder_decoder import EncoderDecoder
 
-__all__ = [
-    "MODEL_FILE", "TOKENIZER_FILE", "CONFIG_FILE", "METRICS_FILE", "CHECKPOINTS", "LOCK_FILE",
-    "BEST_FILE", "IDS_FOLDER", "TENSORBOARD_FOLDER", "STAGED_IDS", "RunLock", "is_run_folder",
-    "remove_stale_temporaries", "file_fingerprint", "checkpoint_paths", "check_folder",
-    "clear_run", "read_run_config", "write_json", "metrics_writer", "check_tokenizer_file",
-    "RefusalError", "load_translator",
-]
-
-STAGED_IDS = ".ids-staged"
-"""Where a run that replaces another (`overwrite`) tokenises its data until it is accepted."""
+# the files' names and formats are checkpoints'; the tokenizer's check and the fingerprint
+# are data's, imported here for older code
+__all__ = ["RunLock", "is_run_folder", "remove_stale_temporaries", "remove_entry",
+           "check_folder", "clear_run", "read_run_config", "metrics_writer", "load_translator"]
 
 _RUN_FILES = (MODEL_FILE, TOKENIZER_FILE, CONFIG_FILE, METRICS_FILE, CHECKPOINTS, LOCK_FILE)
 _MAX_PID = 2**22  # Linux's largest pid_max
@@ -104,12 +98,17 @@ def remove_stale_temporaries(path: str | os.PathLike[str]) -> list[Path]:
     for place in (folder, folder / CHECKPOINTS):
         if place.is_dir():
             for tmp in sorted(p for p in place.iterdir() if _temporary(p.name)):
-                if tmp.is_dir() and not tmp.is_symlink():
-                    shutil.rmtree(tmp, ignore_errors=True)
-                else:
-                    tmp.unlink(missing_ok=True)
+                remove_entry(tmp)
                 removed.append(tmp)
     return removed
+
+
+def remove_entry(entry: Path) -> None:
+    """Remove a file, a link or a folder with what it holds."""
+    if entry.is_dir() and not entry.is_symlink():
+        shutil.rmtree(entry, ignore_errors=True)
+    else:
+        entry.unlink(missing_ok=True)
 
 
 def _pid_alive(pid: int) -> bool:
@@ -233,25 +232,6 @@ def clear_run(folder: Path) -> None:
             shutil.rmtree(folder / name)
 
 
-def file_fingerprint(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """The size in bytes and the SHA-256 of a file, read in chunks.
-
-    Examples:
-        >>> import tempfile, pathlib
-        >>> path = pathlib.Path(tempfile.mkdtemp()) / "a.tsv"
-        >>> _ = path.write_text("one\\teins\\n")
-        >>> print(file_fingerprint(path)["size"])
-        9
-    """
-    digest = hashlib.sha256()
-    size = 0
-    with open(os.fspath(path), "rb") as f:
-        while chunk := f.read(1 << 20):
-            digest.update(chunk)
-            size += len(chunk)
-    return {"size": size, "sha256": digest.hexdigest()}
-
-
 _SHAPE = {"training": dict, "model": dict, "options": dict, "data": dict}
 
 
@@ -297,51 +277,6 @@ def metrics_writer(path: Path, keep_up_to: int | None) -> Callable[[dict[str, An
     return write
 
 
-_TOKENIZER_PARTS = ("normalizer", "pre_tokenizer", "post_processor", "decoder", "truncation",
-                    "padding")
-
-
-@functools.cache
-def _trained_parts() -> dict[str, Any]:
-    """The parts of a `tokenizer.json` that `train_tokenizer` writes whatever the data."""
-    from ..data.tokenizer import train_tokenizer
-
-    data = json.loads(train_tokenizer(["a b", "c"], 10).tokenizer.to_str())
-    model = {k: v for k, v in data["model"].items() if k not in ("vocab", "merges")}
-    return {**{k: data.get(k) for k in _TOKENIZER_PARTS}, "model": model}
-
-
-def check_tokenizer_file(path: Path) -> None:
-    """Refuse a `tokenizer.json` with parts that training never writes (a normalizer, another
-    pre-tokenizer or model), before the tokenizer library reads it.
-
-    Raises:
-        ValueError: naming the file and the first part that differs.
-    """
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ValueError(f"{str(path)!r} is not a tokenizer file ({error})") from None
-    expected = _trained_parts()
-    model = data.get("model") if isinstance(data, dict) else None
-    if not isinstance(model, dict):
-        raise ValueError(f"{str(path)!r} is not a tokenizer file written by training")
-    found = {**{k: data.get(k) for k in _TOKENIZER_PARTS},
-             "model": {k: v for k, v in model.items() if k not in ("vocab", "merges")}}
-    for part, value in expected.items():
-        if found[part] != value:
-            raise ValueError(f"{str(path)!r} has a {part} that training never writes; "
-                             "restore the run's own tokenizer.json")
-
-
-def _load_tokenizer(path: Path) -> SharedTokenizer:
-    """`SharedTokenizer.load`, after refusing parts that training never writes."""
-    from ..data.tokenizer import SharedTokenizer
-
-    check_tokenizer_file(path)
-    return SharedTokenizer.load(path)
-
-
 def _same_tokenizer(a: str, b: str) -> bool:
     try:
         return bool(json.loads(a) == json.loads(b))
@@ -382,7 +317,7 @@ def load_translator(
     if not isinstance(embedded, str):
         raise ValueError(f"{model_path!r} does not hold the tokenizer it was trained with, so "
                          f"{TOKENIZER_FILE} cannot be checked against it")
-    tokenizer = _load_tokenizer(path / TOKENIZER_FILE)
+    tokenizer = load_trained_tokenizer(path / TOKENIZER_FILE)
     if not _same_tokenizer(embedded, tokenizer.tokenizer.to_str()):
         raise ValueError(f"{tokenizer_path!r} is not the tokenizer {model_path!r} was trained "
                          "with; restore the run's own tokenizer.json")

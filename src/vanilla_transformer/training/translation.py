@@ -58,7 +58,7 @@ from .resume import (
     prepare_follower,
     restore,
 )
-from .run_folder import STAGED_IDS, load_translator
+from .run_folder import load_translator
 from .schedule import make_optimizer
 
 __all__ = [
@@ -126,74 +126,52 @@ def train_translation(
 ) -> TranslationRun:
     """Train a translator on `(source, target)` sentence pairs, writing the run to `out`.
 
-    `out` receives `tokenizer.json`, `config.json`, `metrics.jsonl` (one JSON line every
-    `log_every` steps and one per validation), `checkpoints/step-*.pt` (every `save_every`
-    steps and at the end; the last `average` are kept) and `model.pt` (a `save_checkpoint` file):
-    the average of the kept checkpoints that lie in the last `AVERAGE_SPAN` of the run
-    (`averaging_window`; `log` says which), or with `keep_best` the best-scoring checkpoint.
+    `out` receives `tokenizer.json`, `config.json`, `metrics.jsonl`, `checkpoints/step-*.pt`
+    (every `save_every` steps and at the end, after a validation; the last `average` are kept)
+    and `model.pt`: the average of the kept checkpoints that lie in the last `AVERAGE_SPAN`
+    of the run (`averaging_window`; `log` says which), or with `keep_best` the best one.
 
-    A new run needs an empty (or missing) folder, unless `overwrite`, which removes the old
-    run's files once the new run is accepted (its data read and checked, its model sized).
-    A refused run leaves the folder as it found it. One process at a time may write a folder
-    (a lock file names it). With `resume=True` the run continues from its newest checkpoint
-    with the saved tokenizer, model and settings; `changes` (and, from `config`, `max_steps`
-    and `max_minutes`) replace saved settings. Training pairs that do not fit the model's
+    A new run needs an empty folder, unless `overwrite`, which replaces the old run only once
+    the new one is accepted (its data read, its model sized); a refused run leaves the folder
+    as it found it, and one process at a time writes it (`RunLock`). `resume=True` continues
+    from the newest checkpoint with the saved tokenizer, model and settings (`changes`, and
+    `config`'s `max_steps` and `max_minutes`, replace saved settings). A TSV path is streamed:
+    the tokenizer learns from `TOKENIZER_SAMPLE` pairs of it, and it is tokenised once into
+    `out/ids/`, giving the same batches as its pairs in memory. Pairs longer than the
     positional table are left out and counted.
 
-    Given the path of a `source<TAB>target` file instead of pairs, the run streams it: a new
-    run's tokenizer learns from `TOKENIZER_SAMPLE` pairs drawn from it (`sample_tsv`), the
-    file is tokenised once into `out/ids/` (reused on resume while the file and the tokenizer
-    are the same), and the batches are collated one at a time: the same batches, in the same
-    order, as for its pairs in memory.
-
-    With `distributed`, call it in every process of a `torchrun` job: the processes train one
-    run with `DistributedDataParallel` (NCCL on `cuda:LOCAL_RANK` with `device="cuda"`, gloo on
-    the CPU). Each optimizer step takes `accum_iter * processes` consecutive batches, and every
-    loss is divided by the target tokens of them all, so K processes compute the steps one
-    process computes with K times `accum_iter`, apart from the dropout masks, which differ per
-    process. Process 0 owns the folder: it checks it, prepares the tokenizer and the ids,
-    validates and writes; the others read what it prepared.
+    With `distributed`, call it in every process of a `torchrun` job: one run with
+    `DistributedDataParallel`, where each step takes `accum_iter * processes` batches, and
+    process 0 prepares, validates and writes the folder.
 
     Args:
         train_pairs: training pairs, or the path of a TSV file of them.
-        valid_pairs: validation pairs (the first `eval_size` are scored and decoded at each
-            checkpoint).
+        valid_pairs: validation pairs (the first `eval_size` are scored at each checkpoint).
         out: the run folder (created if needed).
-        preset: a key of `TRANSLATION_PRESETS` (default `DEFAULT_PRESET`; on resume, if given,
-            it must be the run's).
-        model_options: `ModelConfig` fields that override the preset's (on resume, each must
-            equal the run's).
+        preset: a key of `TRANSLATION_PRESETS` (on resume, if given, the run's).
+        model_options: `ModelConfig` fields over the preset's (on resume, the run's).
         config: training settings (default `TranslationConfig()`).
-        changes: `TranslationConfig` fields and `RUN_OPTIONS` to change (on resume: the saved
-            settings are kept otherwise; `vocab_size` cannot change).
-        resume: continue the run in `out`.
-        overwrite: replace the run in `out` with a new one.
-        new_data: on resume, accept training data that differ from the run's, or whose
-            fingerprint the run lacks; the data position restarts at a new epoch.
-        data_fingerprint: `{"size", "sha256"}` of the training file, to store and check on
-            resume (default: computed from `train_pairs`, or read from the file in chunks).
-        should_stop: called after every step; when it returns true the run writes a
-            checkpoint and the final model and returns with `stopped="interrupted"`.
-        device: `"cpu"`, `"cuda"` or `"auto"`.
-        amp: mixed precision, one of `AMP_MODES`.
-        progress: show a tqdm progress bar on stderr.
+        changes: `TranslationConfig` fields and `RUN_OPTIONS` to change on resume.
+        resume: continue the run in `out`. overwrite: replace it.
+        new_data: on resume, accept other training data (a new epoch starts).
+        data_fingerprint: `{"size", "sha256"}` of the training data (default: computed).
+        should_stop: called after every step; when true, the run saves and returns with
+            `stopped="interrupted"`.
+        device: `"cpu"`, `"cuda"` or `"auto"`. amp: one of `AMP_MODES`.
+        progress: show a progress bar on stderr.
         log: called with one line at each checkpoint and one on what `model.pt` holds
             (default: nothing is printed).
-        distributed: train as one process of a `torchrun` job (see above).
-        timeout: seconds a process waits for the others (validation runs on process 0
-            while the others wait).
+        distributed: train as one process of a `torchrun` job.
+        timeout: seconds a process waits for the others (`DEFAULT_TIMEOUT`).
 
     Returns:
         The [`TranslationRun`][vanilla_transformer.training.translation.TranslationRun].
 
     Raises:
-        ValueError: before anything is written, for an unknown preset, no pairs, a bad line
-            in the training file, a model too big for memory, a folder that cannot be
-            written, is not empty, or is being written by another process, or a resume that
-            does not fit the run (no checkpoint, another model, other data). Its message
-            names arguments as `name=value`; a `RefusalError` lists them in `keywords`.
-        TrainingDiverged: if a loss or a gradient is not finite; the step is named, and no
-            file is written from it.
+        ValueError: before anything is written, for bad arguments, data, sizes or folders, or
+            a resume that does not fit the run; a `RefusalError` lists the arguments it names
+            in `keywords`.
+        TrainingDiverged: if a loss or a gradient is not finite (nothing is written from it).
 
     Examples:
         >>> import tempfile
@@ -242,7 +220,7 @@ def _train(call: TrainCall, ranks: Ranks, prepared: Prepared,
     config, model_config = prepared.config, prepared.model_config
     check_options(prepared.options, config.eval_size)
     check_fits_memory(model_config, call.device)
-    ids = call.folder / (STAGED_IDS if call.overwrite and not call.resume else files.IDS_FOLDER)
+    ids = call.folder / (files.STAGED_IDS if call.overwrite and not call.resume else files.IDS_FOLDER)
     with files.naming(ids):
         batches = training_batches(call.train, prepared.tokenizer, ids, model_config.max_len,
                                    config, call.log)
