@@ -202,7 +202,9 @@ assert preset["attn_dropout"] == 0
 #   $lrate = d_{model}^{-0.5} \cdot \min(step^{-0.5},\ step \cdot warmup^{-1.5})$;
 # - **label smoothing** $\epsilon_{ls} = 0.1$ (section 5.4);
 # - a checkpoint every `save_every` steps and, at the end, the **average of the last
-#   `average` checkpoints** (section 6.1).
+#   `average` checkpoints** (section 6.1), taken from the last fifth of the run only: earlier
+#   in a short run a checkpoint is a weaker model, and in our runs averaging one in lowered
+#   the scores.
 #
 # Here is what batching by token count makes of the training set:
 
