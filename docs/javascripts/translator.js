@@ -36,6 +36,14 @@
   var BEAM_SIZE = 4;  // the paper's beam and length penalty (section 6.1)
   var BEAM_ALPHA = 0.6;
   var SVG = "http://www.w3.org/2000/svg";
+  // What each switch of #explorer-break does (live_model.js computes the switched model)
+  var SWITCH_NOTES = {
+    "no-positions": "no positional encoding is added to the English pieces",
+    "no-scale": "the scores are not divided by \u221ad_k",
+    "no-cross-attention": "each cross-attention sublayer adds nothing, so this map is computed " +
+                          "but never used",
+    "silence-head": "the chosen head is zeroed before W\u1d3c",
+  };
 
   // ------------------------------------------------------------------------------------------ //
   // The tokenizer                                                                              //
@@ -422,8 +430,8 @@
                        logSeverityLevel: 3};
         var encoder = await window.ort.InferenceSession.create(files[2], options);
         var decoder = await window.ort.InferenceSession.create(files[3], options);
-        return {manifest: manifest, lang: lang, step: step, tokenizer: files[1],
-                encoder: encoder, decoder: decoder};
+        return onnxModel({manifest: manifest, lang: lang, step: step, tokenizer: files[1],
+                          encoder: encoder, decoder: decoder});
       })();
       models[key].catch(function () { delete models[key]; });  // the next try loads again
     }
@@ -470,6 +478,27 @@
     return out;
   }
 
+  // A model decodes through two functions: encodeIds(srcIds) gives {memory, maps} and
+  // decodeIds(memory, ys) gives {logProbs, selfMaps, crossMaps} (the live model of
+  // live_model.js, a switched model, adds the scores before the softmax: scores, selfScores,
+  // crossScores). Here the ONNX graphs: `memory` is the encoder's output tensor and the mask.
+  function onnxModel(model) {
+    model.encodeIds = async function (srcIds) {
+      var n = srcIds.length;
+      var srcMask = new window.ort.Tensor("bool", new Uint8Array(n).fill(1), [1, 1, n]);
+      var enc = await model.encoder.run({src: int64(srcIds), src_mask: srcMask});
+      return {memory: {memory: enc.memory, srcMask: srcMask},
+              maps: maps(enc.encoder_self_attention)};
+    };
+    model.decodeIds = async function (memory, ys) {
+      var out = await model.decoder.run({memory: memory.memory, src_mask: memory.srcMask,
+                                         ys: int64(ys)});
+      return {logProbs: out.log_probs.data, selfMaps: maps(out.decoder_self_attention),
+              crossMaps: maps(out.decoder_cross_attention)};
+    };
+    return model;
+  }
+
   // A decoding: the source, the encoder's maps, and a prefix `ys` that grows one token a step.
   // `run()` runs the decoder on the prefix: the next token's log-probabilities and the decoder's
   // maps, one row per position of the prefix (row i is where position i looked to predict
@@ -478,19 +507,17 @@
     var d = model.manifest.decoding;
     var srcIds = model.tokenizer.encode(text).concat([d.end_symbol]);
     var n = srcIds.length;
-    var srcMask = new window.ort.Tensor("bool", new Uint8Array(n).fill(1), [1, 1, n]);
-    var enc = await model.encoder.run({src: int64(srcIds), src_mask: srcMask});
-    return {model: model, text: text, srcIds: srcIds, srcMask: srcMask, memory: enc.memory,
-            encoderMaps: maps(enc.encoder_self_attention), ys: [d.start_symbol],
+    var enc = await model.encodeIds(srcIds);
+    return {model: model, text: text, srcIds: srcIds, memory: enc.memory,
+            encoderMaps: enc.maps, encoderScores: enc.scores || null, ys: [d.start_symbol],
             maxLen: n + d.max_extra + 1, last: null, forced: 0};
   }
 
   async function run(state) {
-    var out = await state.model.decoder.run({memory: state.memory, src_mask: state.srcMask,
-                                             ys: int64(state.ys)});
-    state.last = {ys: state.ys.slice(), logProbs: out.log_probs.data,
-                  selfMaps: maps(out.decoder_self_attention),
-                  crossMaps: maps(out.decoder_cross_attention)};
+    var out = await state.model.decodeIds(state.memory, state.ys);
+    state.last = {ys: state.ys.slice(), logProbs: out.logProbs, selfMaps: out.selfMaps,
+                  crossMaps: out.crossMaps, selfScores: out.selfScores || null,
+                  crossScores: out.crossScores || null};
     return state.last;
   }
 
@@ -588,9 +615,7 @@
     for (var t = 1; t < maxLen; t++) {
       var candidates = [];
       for (var b = 0; b < alive.length; b++) {
-        var out = await model.decoder.run({memory: state.memory, src_mask: state.srcMask,
-                                           ys: int64(alive[b].ys)});
-        var logProbs = out.log_probs.data;
+        var logProbs = (await model.decodeIds(state.memory, alive[b].ys)).logProbs;
         for (var v = 0; v < logProbs.length; v++) {
           candidates.push({beam: b, token: v, score: Math.fround(alive[b].score + logProbs[v]),
                            index: b * logProbs.length + v});
@@ -642,6 +667,7 @@
     // the maps of the last run: one row per written token, plus the pending one if not done
     var rows = done ? written.length : written.length + 1;
     var cut = function (layers) {
+      if (!layers) return null;
       return layers.map(function (heads) {
         return heads.map(function (grid) { return grid.slice(0, rows); });
       });
@@ -656,6 +682,10 @@
       encoder: state.encoderMaps,
       selfMaps: last ? cut(last.selfMaps) : [],
       crossMaps: last ? cut(last.crossMaps) : [],
+      // the scores before the softmax, where the model computes them (the live model)
+      encoderScores: state.encoderScores,
+      selfScores: last ? cut(last.selfScores) : null,
+      crossScores: last ? cut(last.crossScores) : null,
       rows: rows,
       candidates: !done && last ? topK(last.logProbs, 5) : [],
     };
@@ -744,8 +774,14 @@
     });
   }
 
-  // One map: `grid` rows x cols of weights in [0, 1]; `onCell(i, j)` when a cell is chosen.
-  function drawHeatmap(box, rowTokens, colTokens, grid, title, onCell) {
+  // A score before the softmax as the page prints it; a masked key's is -1e9.
+  function scoreText(score) {
+    return score <= -1e8 ? "masked" : score.toFixed(3);
+  }
+
+  // One map: `grid` rows x cols of weights in [0, 1], `scores` the same cells' scores before
+  // the softmax (or null where they are not known); `onCell(i, j)` when a cell is chosen.
+  function drawHeatmap(box, rowTokens, colTokens, grid, scores, title, onCell) {
     var longest = function (tokens) {
       return tokens.reduce(function (m, t) { return Math.max(m, Array.from(t).length); }, 0);
     };
@@ -778,8 +814,10 @@
                                 y: top + i * CELL, width: CELL, height: CELL,
                                 "fill-opacity": weight.toFixed(4), "data-row": i,
                                 "data-col": j, "data-weight": weight.toFixed(6)}, root);
-        svg("title", {}, cell).textContent =
-          token + " \u2192 " + colTokens[j] + ": " + weight.toFixed(3);
+        if (scores) cell.dataset.score = scores[i][j].toFixed(6);
+        svg("title", {}, cell).textContent = token + " \u2192 " + colTokens[j] + ": " +
+          (scores ? "score " + scoreText(scores[i][j]) + ", " : "") + "weight " +
+          weight.toFixed(3);
         cell.addEventListener("click", function () { onCell(i, j); });
         cell.addEventListener("mouseenter", function () { onCell(i, j); });
         if (printed) {
@@ -905,6 +943,54 @@
       sampleK: q("#explorer-sample-k", "select", "0"), seed: q("#explorer-seed", "input", "1"),
       sample: q("#explorer-sample", "button"),
       beam: root.querySelector("#explorer-beam-tree"),
+      brk: q("#explorer-break", "select", "none"),
+    };
+    var lives = {};  // lang -> the loaded live model, for the scores of the ONNX models' maps
+    var liveApi = function () {
+      return window.translatorDemo && window.translatorDemo.liveModel;
+    };
+    var loadLive = function (language) {
+      var api = liveApi();
+      if (!api) return Promise.reject(new Error("live_model.js is not loaded"));
+      return api.load(language).then(function (model) {
+        lives[language] = model;
+        return model;
+      });
+    };
+    // The switch chosen in #explorer-break; silence-head silences the map's head on show.
+    var chosenSwitch = function () {
+      var name = el.brk.value || "none";
+      if (name !== "silence-head") return {name: name};
+      if (el.head.value === "average") el.head.value = "1";
+      return {name: name, kind: el.kind.value, layer: Math.max(0, Number(el.layer.value) - 1),
+              head: Math.max(0, Number(el.head.value) - 1)};
+    };
+    // Every map's scores before the softmax, cut to the rows on show: the live model computes
+    // them with the maps; for the ONNX graphs of a final model, the live model computes them
+    // again on the same input (checked equal to PyTorch's by tests/docs/test_live_model.py).
+    var scoresOf = function (state, v) {
+      var last = state.last;
+      if (!last) return null;
+      var cut = function (layers) {
+        return layers.map(function (heads) {
+          return heads.map(function (grid) { return grid.slice(0, v.rows); });
+        });
+      };
+      if (last.crossScores) {
+        return {"encoder-self": state.encoderScores, "decoder-self": cut(last.selfScores),
+                "cross": cut(last.crossScores)};
+      }
+      var live = lives[state.model.lang];
+      if (!live || state.model.step !== "final") return null;
+      if (!last.liveScores) {
+        var enc = live.encode(state.srcIds, "none");
+        var dec = live.decode(enc, last.ys, "none");
+        last.liveScores = {"encoder-self": enc.scores, "decoder-self": dec.self.scores,
+                           "cross": dec.cross.scores};
+      }
+      var s = last.liveScores;
+      return {"encoder-self": s["encoder-self"], "decoder-self": cut(s["decoder-self"]),
+              "cross": cut(s.cross)};
     };
     var playing = false;
     var playTimer = null;
@@ -942,6 +1028,7 @@
     var stepKey = function () {
       var manifest = root.__manifest;
       if (lang() !== "de" || !manifest || root.dataset.replay !== "on") return "final";
+      if (el.brk.value && el.brk.value !== "none") return "final";
       var steps = manifest.training_steps;
       var i = Math.min(Number(el.checkpoint.value), steps.length - 1);
       return steps[i].folder.split("/")[1];
@@ -976,6 +1063,10 @@
         kind === "decoder-self" ? v.selfMaps : v.crossMaps;
       var grids = layers[layer - 1];
       var grid = head === "average" ? average(grids) : grids[Number(head) - 1];
+      // an average of softmaxes is no softmax of scores: the average shows weights only
+      var allScores = scoresOf(current, v);
+      var scoreLayers = allScores && head !== "average" ? allScores[kind] : null;
+      var scores = scoreLayers ? scoreLayers[layer - 1][Number(head) - 1] : null;
       var pending = v.done ? [] : ["\u25b8 next"];
       var rowTokens = kind === "encoder-self" ? v.srcTokens : v.tgtTokens.concat(pending);
       var colTokens = kind === "encoder-self" ? v.srcTokens :
@@ -986,16 +1077,23 @@
                   "encoder-self": "where each English token looks among the English tokens"};
       var headText = head === "average" ? "averaged over its heads" : "head " + head;
       var title = "Layer " + layer + ", " + headText + ": " + what[kind] + ".";
-      el.caption.textContent = title + " Each row adds up to one.";
+      var sw = current.model.switch;
+      var note = !sw || sw.name === "none" ? "" : " Switched: " + SWITCH_NOTES[sw.name] + ".";
+      el.caption.textContent = title + " Each row adds up to one." + note;
       el.heatmap.dataset.kind = kind;
+      el.heatmap.dataset.switch = sw ? sw.name : "none";
+      el.heatmap.dataset.scores = scores ? "1" : "0";
       el.heatmap.dataset.layer = layer;
       el.heatmap.dataset.head = head;
-      drawHeatmap(el.heatmap, rowTokens, colTokens, grid, title, function (i, j) {
+      drawHeatmap(el.heatmap, rowTokens, colTokens, grid, scores, title, function (i, j) {
         el.cell.textContent = rowTokens[i] + " \u2192 " + colTokens[j] + ": " +
-          grid[i][j].toFixed(3);
+          (scores ? "score before the softmax " + scoreText(scores[i][j]) + ", weight " :
+           head === "average" ? "average weight " : "weight ") + grid[i][j].toFixed(3);
         el.cell.dataset.row = i;
         el.cell.dataset.col = j;
         el.cell.dataset.weight = grid[i][j].toFixed(6);
+        if (scores) el.cell.dataset.score = scores[i][j].toFixed(6);
+        else delete el.cell.dataset.score;
       });
     };
 
@@ -1144,8 +1242,12 @@
       var typed = clean(input.value);
       var text = canonical(typed);
       var key = stepKey();
+      var sw = chosenSwitch();
+      root.dataset.switch = sw.name;
       say("loading", "Loading the model\u2026");
-      loadModel(lang(), key).then(function (model) {
+      var loading = sw.name === "none" ? loadModel(lang(), key) :
+        loadLive(lang()).then(function (live) { return liveApi().adapter(live, sw); });
+      loading.then(function (model) {
         if (stale(request)()) return;
         root.__manifest = model.manifest;
         var why = problem(model, text);
@@ -1269,6 +1371,7 @@
     };
 
     var moveTo = function (i) {
+      el.brk.value = "none";
       el.checkpoint.value = String(i);
       root.dataset.replay = "on";
       setCheckpointLabel();
@@ -1313,10 +1416,23 @@
     el.temperature.addEventListener("input", showTemperature);
     el.restart.addEventListener("click", function () { act(null); });
     el.finish.addEventListener("click", function () { act("finish"); });
-    [el.kind, el.layer].forEach(function (select) {
-      select.addEventListener("change", drawMap);
+    // with a head silenced, another map chosen is another head to silence: translate again
+    var mapChanged = function () {
+      if (el.brk.value === "silence-head") translateNow();
+      else drawMap();
+    };
+    [el.kind, el.layer, el.head].forEach(function (select) {
+      select.addEventListener("change", mapChanged);
     });
-    el.head.addEventListener("change", drawMap);
+    el.brk.addEventListener("change", function () {
+      // a switch changes the page's model, not a replayed checkpoint
+      if (el.brk.value !== "none" && root.dataset.replay === "on") {
+        setPlaying(false);
+        root.dataset.replay = "off";
+        setCheckpointLabel();
+      }
+      translateNow();
+    });
     el.play.addEventListener("click", function () {
       if (playing) return setPlaying(false);
       setPlaying(true);
@@ -1326,6 +1442,7 @@
     });
     el.checkpoint.addEventListener("input", function () {
       setPlaying(false);
+      el.brk.value = "none";
       root.dataset.replay = "on";
       setCheckpointLabel();
       translateNow();
@@ -1369,17 +1486,26 @@
       root.dataset.loadMs = (performance.now() - started).toFixed(1);
       root.dataset.readyAt = performance.now().toFixed(1);
       translateNow();
+      // the live model, for the scores before the softmax: the map is drawn again with them
+      if (root.querySelector("#explorer-cell")) {
+        ["de", "fr"].forEach(function (language) {
+          loadLive(language).then(function () {
+            root.dataset["live" + language.toUpperCase()] = "1";
+            drawMap();
+          }, function () {});
+        });
+      }
     }, function (error) {
       if (input.isConnected) say("failed", "The model could not be loaded: " + error.message);
     });
   }
 
-  window.translatorDemo = {BpeTokenizer: BpeTokenizer, loadModel: loadModel, clean: clean,
-                           canonical: canonical, parseNumber: parseNumber,
-                           numberWords: numberWords, translate: translate, begin: begin,
-                           run: run, step: step, view: view, topK: topK,
-                           germanWords: germanWords, mulberry32: mulberry32,
-                           sampleId: sampleId, sample: sample, beamSearch: beamSearch};
+  // added to, not replaced: live_model.js adds .liveModel, whichever of the two runs first
+  window.translatorDemo = Object.assign(window.translatorDemo || {}, {
+    BpeTokenizer: BpeTokenizer, loadModel: loadModel, clean: clean, canonical: canonical,
+    parseNumber: parseNumber, numberWords: numberWords, translate: translate, begin: begin,
+    run: run, step: step, view: view, topK: topK, germanWords: germanWords,
+    mulberry32: mulberry32, sampleId: sampleId, sample: sample, beamSearch: beamSearch});
 
   function onPage() {
     var input = document.getElementById("translator-source");
