@@ -190,6 +190,15 @@ def test_rescoring_gives_the_package_s_beams_where_ctranslate2_s_penalty_does_no
     assert sum(a != b for a, b in zip(native, want)) >= 3  # |Y|^alpha ranks otherwise
 
 
+@pytest.mark.parametrize("quantization", [None, "int8", "float16"])
+def test_the_model_is_left_as_it_was(quantization, tmp_path):
+    model = _model(False)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    export_ctranslate2(model, TOKENS, tmp_path, quantization=quantization)
+    after = model.state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before)
+
+
 def test_int8_weights_are_stored_smaller_and_translate(trained, tokenizer, sentences, tmp_path):
     for folder in ("int8", "float32"):
         (tmp_path / folder).mkdir()

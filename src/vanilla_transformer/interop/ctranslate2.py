@@ -56,7 +56,9 @@ SPECIAL = ("<pad>", "<s>", "</s>", "<unk>")
 
 
 def _array(tensor: torch.Tensor) -> Any:
-    return tensor.detach().to("cpu", torch.float32).contiguous().numpy()
+    # a copy: CTranslate2 quantizes the arrays it is given in place, and .numpy() of a CPU
+    # float32 tensor would share the model's own memory
+    return tensor.detach().to("cpu", torch.float32, copy=True).contiguous().numpy()
 
 
 def _linear(spec: Any, *linears: nn.Linear) -> None:
