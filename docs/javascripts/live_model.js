@@ -363,9 +363,10 @@
     ".md-typeset .live-model td{overflow-wrap:anywhere}",
     ".md-typeset .live-model__output{overflow-wrap:anywhere;font-weight:700}",
     ".md-typeset .live-model .md-button{font-size:.7rem;padding:.2em .8em;margin:.2em .4em .2em 0;cursor:pointer}",
-    ".md-typeset .live-model ol.live-model__topk{margin:.3em 0 .3em 1.5em;font-size:.75rem}",
-    ".live-model .translator-value{font-size:10px;text-anchor:middle;fill:var(--md-default-fg-color)}",
-    ".live-model .translator-value--on-dark{fill:var(--md-default-bg-color)}",
+    ".md-typeset .live-model ol.live-model__topk{display:flex;flex-wrap:wrap;gap:.3em;list-style:none;",
+    "margin:.3em 0;padding:0;font-size:.75rem}",
+    ".md-typeset .live-model ol.live-model__topk li{margin:0}",
+    ".md-typeset .live-model ol.live-model__topk li::before{content:none}",
     ".live-model__silenced .translator-cell{fill:var(--md-default-fg-color--light)}",
   ].join("");
 
@@ -457,7 +458,12 @@
       var head = Number(w.q("[data-control=head]").value) - 1;
       var S = out.cross.scores[layer][head], P = out.cross.weights[layer][head];
       var src = pieces(model, res.srcIds), tgt = pieces(model, ys.slice(1));
-      if (w.row === undefined || w.row >= tgt.length) w.row = 0;
+      // it opens on the row whose weights are most spread, where the softmax has work to do
+      if (w.row === undefined || w.row >= tgt.length || w.rowText !== text) {
+        var peaks = P.map(function (row) { return Math.max.apply(null, row); });
+        w.row = peaks.indexOf(Math.min.apply(null, peaks));
+        w.rowText = text;
+      }
       var box = w.out;
       box.replaceChildren();
       box.append(el("p", "Output: " + res.text, "live-model__output"));
@@ -471,7 +477,9 @@
       box.append(map);
       var table = el("table");
       var head1 = el("tr");
-      ["English piece", "score q\u00b7k/\u221ad_k", "weight"].forEach(function (t) {
+      var scoreName = sw.name === "no-scale" ? "score q\u00b7k (not divided)" :
+        "score q\u00b7k/\u221ad_k";
+      ["English piece", scoreName, "weight"].forEach(function (t) {
         head1.append(el("th", t));
       });
       var thead = el("thead");
@@ -509,7 +517,9 @@
         var silenced = sw.name === "silence-head" && sw.head === a;
         if (silenced) box.classList.add("live-model__silenced");
         box.append(el("p", "head " + (a + 1) + (silenced ? " (silenced)" : "")));
-        box.append(heatmap(tgt, src, P, out.cross.scores[layer][a], 16,
+        // where the four maps fit side by side, the rows are labelled once, on the first
+        var rows = w.wide && a > 0 ? tgt.map(function () { return ""; }) : tgt;
+        box.append(heatmap(rows, src, P, out.cross.scores[layer][a], 16,
                            {title: "Cross-attention, layer " + (layer + 1) + ", head " + (a + 1)}));
         maps.append(box);
       });
@@ -522,7 +532,7 @@
         w.q("[data-control=other]").value));
       var table = el("table");
       var tr = el("tr");
-      ["English", "trained model", "no positions"].forEach(function (t) { tr.append(el("th", t)); });
+      ["English", "German"].forEach(function (t) { tr.append(el("th", t)); });
       var thead = el("thead");
       thead.append(tr);
       var body = el("tbody");
@@ -531,11 +541,14 @@
         if (!t) return;
         var plain = model.greedy(t, "none"), blind = model.greedy(t, "no-positions");
         if (i === 0) first = blind;
-        var row = el("tr");
+        var row = el("tr", null, "live-model__pair");
         row.dataset.input = t;
         row.dataset.trained = plain.text;
         row.dataset.noPositions = blind.text;
-        row.append(el("td", t), el("td", plain.text), el("td", blind.text));
+        var german = el("td");
+        german.append(el("span", "trained: " + plain.text), el("br"),
+                      el("span", "no positions: " + blind.text));
+        row.append(el("td", t), german);
         body.append(row);
       });
       table.append(thead, body);
