@@ -180,3 +180,14 @@ def test_bad_options_of_the_torchrun_entry_are_one_line(capsys):
         assert exit_.value.code == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_one_wait_for_every_process():
+    import inspect
+
+    from vanilla_transformer.config import DEFAULT_TIMEOUT, TRANSLATE_TIMEOUT
+    from vanilla_transformer.training import train_translation
+
+    for function in (train_distributed, run_local, train_translation):
+        assert inspect.signature(function).parameters["timeout"].default == DEFAULT_TIMEOUT
+    assert TRANSLATE_TIMEOUT == DEFAULT_TIMEOUT < 30 * 60  # shorter than PyTorch's own
