@@ -29,6 +29,7 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
 import torch
+from matplotlib.patches import Rectangle
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets" / "translator"
 ENGLISH = "four hundred and forty-one"  # the page's default sentence
@@ -91,10 +92,10 @@ def draw() -> plt.Figure:
     data = frames()
     film, src, tgt = data["frames"], data["src"], data["tgt"]
     marked = marked_step()
-    cols = 3
+    cols = 3  # frames per row
     rows = (len(film) + cols - 1) // cols
-    fig = plt.figure(figsize=(4.8, 2.2 + 2.0 * rows + 0.6), layout="constrained")
-    top, bottom = fig.subfigures(2, 1, height_ratios=[2.0, 2.0 * rows + 0.6])
+    fig = plt.figure(figsize=(4.8, 2.2 + 2.2 * rows), layout="constrained")
+    top, bottom = fig.subfigures(2, 1, height_ratios=[2.2, 2.2 * rows])
 
     ax = top.subplots()
     steps = [f["step"] for f in film]
@@ -109,20 +110,32 @@ def draw() -> plt.Figure:
     ax.set_xlabel("training step", fontsize=FONT)
     ax.set_ylabel("validation loss", fontsize=FONT)
 
-    axes = bottom.subplots(rows, cols, sharex=True, sharey=True)
-    for frame, ax in zip(film, axes.flat, strict=False):
-        ax.set_gid(f"filmstrip-frame-{frame['folder']}")
-        ax.imshow(frame["weights"], cmap="Blues", vmin=0, vmax=1, aspect="auto")
-        verdict = "right" if frame["output"] == GERMAN else "wrong"
-        ax.set_title(f"step {frame['step']}\n{verdict}", fontsize=FONT, loc="left")
-        ax.set_xticks(range(len(src)), src, rotation=90, fontsize=FONT)
+    # each row of frames is one heatmap: the frames' columns side by side, a blank between
+    width = len(src)
+    cmap = plt.get_cmap("Blues").copy()
+    cmap.set_bad(alpha=0)  # the blank columns show the page
+    for r, ax in enumerate(bottom.subplots(rows, 1)):
+        shown = film[r * cols:(r + 1) * cols]
+        image = torch.full((len(tgt), len(shown) * (width + 1) - 1), float("nan"))
+        ticks, labels = [], []
+        for c, frame in enumerate(shown):
+            x0 = c * (width + 1)
+            image[:, x0:x0 + width] = frame["weights"]
+            ticks += range(x0, x0 + width)
+            labels += src
+            marked_here = frame["step"] == marked
+            outline = Rectangle((x0 - 0.5, -0.5), width, len(tgt), fill=False,
+                                edgecolor=HIGHLIGHT if marked_here else "#888888",
+                                linewidth=3 if marked_here else 0.8)
+            outline.set_gid(f"filmstrip-frame-{frame['folder']}" + ("-marked" if marked_here else ""))
+            ax.add_patch(outline)
+            verdict = "right" if frame["output"] == GERMAN else "wrong"
+            ax.text(x0 - 0.5, -0.7, f"step {frame['step']}\n{verdict}", fontsize=FONT,
+                    ha="left", va="bottom", color=HIGHLIGHT if marked_here else "black")
+        ax.imshow(image, cmap=cmap, vmin=0, vmax=1, aspect="auto")
+        ax.set_xticks(ticks, labels, rotation=90, fontsize=FONT)
         ax.set_yticks(range(len(tgt)), tgt, fontsize=FONT)
         ax.tick_params(length=0)
-        if frame["step"] == marked:
-            ax.set_gid(f"filmstrip-frame-{frame['folder']}-marked")
-            for spine in ax.spines.values():
-                spine.set(color=HIGHLIGHT, linewidth=3)
-            ax.title.set_color(HIGHLIGHT)
-    for ax in axes.flat[len(film):]:
-        ax.set_visible(False)
+        for spine in ax.spines.values():
+            spine.set_visible(False)
     return fig

@@ -1,7 +1,7 @@
 // Two additions to the pages that teach with the trained translator, on top of translator.js
 // (which must load first: it defines window.translatorDemo).
 //
-// - Figure 1, small, beside Try it's map (#explorer-figure1): the encoder and the decoder,
+// - Figure 1, small, under Try it's map (#explorer-figure1): the encoder and the decoder,
 //   N layers each, with the attention block the map comes from highlighted (its kind and its
 //   layer, read from the map's own data-kind/data-layer, or from the menus before a map is
 //   drawn). A block is a button: it sets the menus.
@@ -97,12 +97,13 @@
     var kind = root.querySelector("#explorer-kind");
     var layer = root.querySelector("#explorer-layer");
     var head = root.querySelector("#explorer-head");
-    var controls = root.querySelector(".explorer__controls");
-    if (!kind || !layer || !controls || root.querySelector("#explorer-figure1")) return;
+    // under the map and its cell readout: on a phone the map itself stays near the input
+    var anchor = root.querySelector("#explorer-cell") || heatmap;
+    if (!kind || !layer || root.querySelector("#explorer-figure1")) return;
     var figure = svg("svg", {id: "explorer-figure1", "class": "explorer-figure1", role: "img"});
     var box = html("div", {"class": "explorer-figure1__box"});
     box.appendChild(figure);
-    controls.insertAdjacentElement("afterend", box);
+    anchor.insertAdjacentElement("afterend", box);
     var drawnN = 0;
 
     var pick = function (k, l) {

@@ -31,6 +31,9 @@ ASSETS = ROOT / "docs" / "assets" / "translator"
 TIMEOUT_MS = 60_000
 # what the page's model files look like in a request: graphs, the runtime, the weights
 MODEL_FILE = re.compile(r"\.(onnx|wasm|bin)$|onnxruntime|ort\.[\w.]*js$")
+# the same, seen from the page: the runtime is neither loaded nor asked for
+NO_RUNTIME = """() => window.ort === undefined &&
+  !document.querySelector('script[src*="onnxruntime"]')"""
 
 
 @pytest.fixture(scope="module")
@@ -80,27 +83,52 @@ def greedy_top_probs(model, tokenizer, text: str) -> list[float]:
     return probs
 
 
-def open_page(browser, origin: str, path: str, width: int = 1400):
-    """A fresh tab at `path`, with the URLs it requested, console errors and outside requests."""
-    context = browser.new_context(viewport={"width": width, "height": 900})
-    tab = context.new_page()
-    tab.set_default_timeout(TIMEOUT_MS)
-    log: dict[str, list[str]] = {"requests": [], "errors": [], "blocked": []}
-    tab.on("request", lambda r: log["requests"].append(r.url))
-    tab.on("console", lambda m: log["errors"].append(m.text) if m.type == "error" else None)
-    tab.on("pageerror", lambda e: log["errors"].append(str(e)))
+@pytest.fixture(scope="module")
+def context(browser, origin):
+    """One browser context for the module, which aborts and records requests off the site."""
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    context.blocked = []
 
     def route(r):
         if r.request.url.startswith(origin + "/"):
             r.continue_()
         else:
-            log["blocked"].append(r.request.url)
+            context.blocked.append(r.request.url)
             r.abort("blockedbyclient")
 
     context.route("**/*", route)
+    yield context
+    context.close()
+
+
+def open_page(context, origin: str, path: str):
+    """A new tab at `path` (a full page load), with the URLs it requested and its errors."""
+    tab = context.new_page()
+    tab.set_default_timeout(TIMEOUT_MS)
+    log: dict[str, list[str]] = {"requests": [], "errors": [], "blocked": context.blocked}
+    tab.on("request", lambda r: log["requests"].append(r.url))
+    tab.on("console", lambda m: log["errors"].append(m.text) if m.type == "error" else None)
+    tab.on("pageerror", lambda e: log["errors"].append(str(e)))
     tab.goto(origin + path)
     tab.wait_for_load_state("load")
-    return context, tab, log
+    return tab, log
+
+
+@pytest.fixture(scope="module")
+def reader(context, origin):
+    """A reader's tab that goes from page to page by Material's instant navigation, so that
+    the model, once loaded, stays loaded (translator.js keeps it), as for a reader."""
+    tab, log = open_page(context, origin, "/")
+    yield tab, log
+    tab.close()
+    assert not log["errors"] and not log["blocked"], log
+
+
+def navigate(tab, origin: str, path: str) -> None:
+    """Follow a link to `path` as a reader does (Material's instant navigation)."""
+    tab.evaluate("""(href) => { const a = document.createElement('a'); a.href = href;
+                               document.body.appendChild(a); a.click(); }""", origin + path)
+    tab.wait_for_function("(p) => location.pathname === p", arg=path)
 
 
 # --------------------------------------------------------------------------------------------- #
@@ -135,7 +163,7 @@ def units_first_step(manifest: dict, tokenizer: SharedTokenizer) -> int:
 def test_the_filmstrip_has_a_frame_per_checkpoint_and_marks_the_step_pytorch_finds(
         site, manifest, tokenizer):
     html = (site / "try-it" / "index.html").read_text(encoding="utf-8")
-    figure = re.search(r'<figure id="explorer-filmstrip"[^>]*>(.*?)</figure>', html, re.S)
+    figure = re.search(r'<figure [^>]*\bid="explorer-filmstrip"[^>]*>(.*?)</figure>', html, re.S)
     assert figure, "Try it has no #explorer-filmstrip figure"
     assert 'src="../assets/figures/try_filmstrip.svg"' in figure.group(1)
     svg = (site / "assets" / "figures" / "try_filmstrip.svg").read_text(encoding="utf-8")
@@ -147,6 +175,45 @@ def test_the_filmstrip_has_a_frame_per_checkpoint_and_marks_the_step_pytorch_fin
     assert [f for f, m in frames if m] == [f"{marked:04d}"]
     assert re.search(rf'data-marked-step="{marked}"', figure.group(0))
     assert f"step\n{marked}" in figure.group(1) or f"step {marked}" in figure.group(1)
+
+
+# --------------------------------------------------------------------------------------------- #
+# Home, and nothing of the model before the reader asks                                         #
+# --------------------------------------------------------------------------------------------- #
+
+
+def test_home_shows_the_map_before_the_model_and_loads_nothing_until_asked(reader, origin):
+    tab, log = reader
+    log["requests"].clear()
+    tab.goto(origin + "/")  # a fresh page: whatever ran before in this tab is gone
+    tab.wait_for_load_state("load")
+    preview = tab.locator("#translator-heatmap img#translator-preview")
+    assert preview.is_visible()
+    assert tab.evaluate("() => document.querySelector('#translator-preview').naturalWidth") > 0
+    assert not [u for u in log["requests"] if MODEL_FILE.search(u)], log["requests"]
+    assert tab.evaluate(NO_RUNTIME)
+    # the live map replaces it once the reader asks for the model
+    tab.focus("#translator-source")
+    tab.wait_for_selector("#translator-heatmap svg", timeout=TIMEOUT_MS)
+    assert tab.locator("#translator-preview").count() == 0
+    assert not tab.evaluate(NO_RUNTIME)
+
+
+@pytest.mark.parametrize("path", ["/learn/attention/", "/learn/decoding/"])
+def test_a_question_loads_no_model_until_the_learner_answers(context, origin, path):
+    tab, log = open_page(context, origin, path)
+    try:
+        box = ".predict-reveal"
+        tab.wait_for_selector(f'{box}[data-ready="on"]')
+        assert tab.evaluate(NO_RUNTIME)
+        # the choices need the vocabulary only; the model waits for an answer
+        tab.click(f"{box} .predict-reveal__ask")
+        tab.wait_for_selector(f'{box}[data-state="choosing"]')
+        assert tab.evaluate(NO_RUNTIME)
+        assert not [u for u in log["requests"] if MODEL_FILE.search(u)], log["requests"]
+    finally:
+        tab.close()
+    assert not log["errors"], log["errors"]
 
 
 # --------------------------------------------------------------------------------------------- #
@@ -165,30 +232,27 @@ FIGURE1 = """() => {
 }"""
 
 
-def test_figure1_highlights_the_block_of_the_map_and_follows_the_menus(browser, origin):
-    context, tab, log = open_page(browser, origin, "/try-it/")
-    try:
-        tab.wait_for_function("() => document.querySelector('.translator').dataset.state"
-                              " === 'done'", timeout=TIMEOUT_MS)
+def test_figure1_highlights_the_block_of_the_map_and_follows_the_menus(reader, origin):
+    tab, _ = reader
+    navigate(tab, origin, "/try-it/")
+    tab.wait_for_function("() => document.querySelector('.translator').dataset.state"
+                          " === 'done'", timeout=TIMEOUT_MS)
+    shown = tab.evaluate(FIGURE1)
+    assert shown == {"kind": "cross", "layer": 2, "on": [["cross", 2]],
+                     "box": [["decoder", 2]], "map": ["cross", 2]}
+    for kind, layer, part in (("encoder-self", "1", "encoder"),
+                              ("decoder-self", "2", "decoder"), ("cross", "1", "decoder")):
+        tab.select_option("#explorer-kind", kind)
+        tab.select_option("#explorer-layer", layer)
         shown = tab.evaluate(FIGURE1)
-        assert shown == {"kind": "cross", "layer": 2, "on": [["cross", 2]],
-                         "box": [["decoder", 2]], "map": ["cross", 2]}
-        for kind, layer, part in (("encoder-self", "1", "encoder"),
-                                  ("decoder-self", "2", "decoder"), ("cross", "1", "decoder")):
-            tab.select_option("#explorer-kind", kind)
-            tab.select_option("#explorer-layer", layer)
-            shown = tab.evaluate(FIGURE1)
-            assert shown["map"] == [kind, int(layer)]
-            assert shown["on"] == [[kind, int(layer)]] and shown["box"] == [[part, int(layer)]]
-        # a block of the figure is a button that sets the menus, and the map follows
-        tab.click('#explorer-figure1 .figure1__block[data-kind="encoder-self"][data-layer="2"]')
-        shown = tab.evaluate(FIGURE1)
-        assert shown["map"] == ["encoder-self", 2] and shown["on"] == [["encoder-self", 2]]
-        assert tab.input_value("#explorer-kind") == "encoder-self"
-        assert tab.input_value("#explorer-layer") == "2"
-    finally:
-        context.close()
-    assert not log["errors"] and not log["blocked"], log
+        assert shown["map"] == [kind, int(layer)]
+        assert shown["on"] == [[kind, int(layer)]] and shown["box"] == [[part, int(layer)]]
+    # a block of the figure is a button that sets the menus, and the map follows
+    tab.click('#explorer-figure1 .figure1__block[data-kind="encoder-self"][data-layer="2"]')
+    shown = tab.evaluate(FIGURE1)
+    assert shown["map"] == ["encoder-self", 2] and shown["on"] == [["encoder-self", 2]]
+    assert tab.input_value("#explorer-kind") == "encoder-self"
+    assert tab.input_value("#explorer-layer") == "2"
 
 
 # --------------------------------------------------------------------------------------------- #
@@ -209,71 +273,35 @@ def answer(tab, question: str, text: str, choice: str) -> dict:
     return tab.evaluate("(s) => ({...document.querySelector(s).dataset})", box)
 
 
-def test_a_cross_attention_question_is_graded_by_the_model(browser, origin, model, tokenizer):
-    context, tab, log = open_page(browser, origin, "/learn/attention/")
+def test_a_cross_attention_question_is_graded_by_the_model(reader, origin, model, tokenizer):
+    tab, _ = reader
+    navigate(tab, origin, "/learn/attention/")
     box = '.predict-reveal[data-question="cross-argmax"]'
-    try:
-        tab.wait_for_selector(f'{box}[data-ready="on"]')
-        tab.wait_for_timeout(500)
-        assert not [u for u in log["requests"] if MODEL_FILE.search(u)]
-        name = tokenizer.tokenizer.id_to_token
-        for text, number in (("four hundred and forty-one", 441),
-                             ("six hundred and seventy-two", 672)):
-            k, best = units_look(model, tokenizer, text, number)
-            wrong = (best + 1) % (len(tokenizer.encode(text)) + 1)
-            right = answer(tab, "cross-argmax", text, str(best))
-            assert right["piece"] == str(k), right
-            assert right["correct"] == "true" and right["answer"] == str(best), right
-            missed = answer(tab, "cross-argmax", text, str(wrong))
-            assert missed["correct"] == "false" and missed["answer"] == str(best), missed
-            # the units piece reads the English units, ahead of the tens
-            unit = name((tokenizer.encode(text) + [EOS])[best])
-            assert unit in ("one", "ty-two"), unit
-    finally:
-        context.close()
-    assert not log["errors"] and not log["blocked"], log
+    tab.wait_for_selector(f'{box}[data-ready="on"]')
+    text, number = "four hundred and forty-one", 441
+    k, best = units_look(model, tokenizer, text, number)
+    src = tokenizer.encode(text) + [EOS]
+    # the units piece of German reads the English units, ahead of the tens
+    assert tokenizer.tokenizer.id_to_token(src[best]) == "one"
+    right = answer(tab, "cross-argmax", text, str(best))
+    assert right["piece"] == str(k), right
+    assert right["correct"] == "true" and right["answer"] == str(best), right
+    wrong = str((best + 1) % len(src))
+    missed = answer(tab, "cross-argmax", text, wrong)
+    assert missed["correct"] == "false" and missed["answer"] == str(best), missed
 
 
-def test_a_top_candidate_question_is_graded_by_the_model(browser, origin, model, tokenizer):
-    context, tab, log = open_page(browser, origin, "/learn/decoding/")
-    try:
-        tab.wait_for_selector('.predict-reveal[data-question="top-above-half"][data-ready="on"]')
-        assert not [u for u in log["requests"] if MODEL_FILE.search(u)]
-        answers = set()
-        for text in ("one thousand, three hundred and eight", "hello world"):
-            expected = "yes" if min(greedy_top_probs(model, tokenizer, text)) > 0.5 else "no"
-            answers.add(expected)
-            other = "no" if expected == "yes" else "yes"
-            right = answer(tab, "top-above-half", text, expected)
-            assert right["correct"] == "true" and right["answer"] == expected, (text, right)
-            missed = answer(tab, "top-above-half", text, other)
-            assert missed["correct"] == "false" and missed["answer"] == expected, (text, missed)
-        assert answers == {"yes", "no"}  # both answers occur
-        link = tab.locator('.predict-reveal[data-question="top-above-half"] a')
-        assert link.get_attribute("href").endswith("/learn/training/#top-candidate")
-    finally:
-        context.close()
-    assert not log["errors"] and not log["blocked"], log
-
-
-# --------------------------------------------------------------------------------------------- #
-# Home                                                                                          #
-# --------------------------------------------------------------------------------------------- #
-
-
-def test_home_shows_the_map_before_the_model_and_loads_nothing_until_asked(browser, origin):
-    context, tab, log = open_page(browser, origin, "/")
-    try:
-        preview = tab.locator("#translator-heatmap img#translator-preview")
-        assert preview.is_visible()
-        assert tab.evaluate("() => document.querySelector('#translator-preview').naturalWidth") > 0
-        tab.wait_for_timeout(500)
-        assert not [u for u in log["requests"] if MODEL_FILE.search(u)], log["requests"]
-        # the live map replaces it once the reader asks for the model
-        tab.focus("#translator-source")
-        tab.wait_for_selector("#translator-heatmap svg", timeout=TIMEOUT_MS)
-        assert tab.locator("#translator-preview").count() == 0
-        assert [u for u in log["requests"] if MODEL_FILE.search(u)]
-    finally:
-        context.close()
-    assert not log["errors"] and not log["blocked"], log
+def test_a_top_candidate_question_is_graded_by_the_model(reader, origin, model, tokenizer):
+    tab, _ = reader
+    navigate(tab, origin, "/learn/decoding/")
+    tab.wait_for_selector('.predict-reveal[data-question="top-above-half"][data-ready="on"]')
+    # a right answer on one sentence, a wrong one on another, and both answers occur
+    sure, unsure = "one thousand, three hundred and eight", "hello world"
+    assert min(greedy_top_probs(model, tokenizer, sure)) > 0.5
+    assert min(greedy_top_probs(model, tokenizer, unsure)) <= 0.5
+    right = answer(tab, "top-above-half", sure, "yes")
+    assert right["correct"] == "true" and right["answer"] == "yes", right
+    missed = answer(tab, "top-above-half", unsure, "yes")
+    assert missed["correct"] == "false" and missed["answer"] == "no", missed
+    link = tab.locator('.predict-reveal[data-question="top-above-half"] a')
+    assert link.get_attribute("href").endswith("/learn/training/#top-candidate")
