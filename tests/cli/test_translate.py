@@ -218,7 +218,7 @@ def test_eval_writes_hypotheses_json_and_the_signature(data, run, tmp_path, caps
     assert main(["translate", "eval", str(run), "--data", str(data / "test.tsv"), "--beam", "1",
                  "--output", str(hyps), "--json", str(results)]) == 0
     out = capsys.readouterr().out
-    assert "nrefs:1|case:mixed|eff:no|tok:char|smooth:exp|version:" in out
+    assert "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:" in out
     assert len(hyps.read_text(encoding="utf-8").splitlines()) == 5
     data_ = json.loads(results.read_text())
     assert data_["sentences"] == 5 and data_["signatures"]["bleu"].startswith("nrefs:1")

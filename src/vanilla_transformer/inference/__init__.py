@@ -1,5 +1,6 @@
-"""Inference: greedy decoding and beam search, both able to use the key/value cache, and translating
-and scoring sentences with a trained model."""
+"""Inference: greedy decoding and beam search, both able to use the key/value cache, their batched
+form for translating many sentences (`fast.py`), and translating and scoring sentences with a
+trained model."""
 
 from .beam import Hypothesis, beam_search, length_penalty, sequence_log_prob
 from .greedy import embed_last_position, greedy_decode
@@ -13,6 +14,14 @@ __all__ = [
     "beam_search",
 ]
 
-from .evaluate import TranslationScores, score_translations, translate_ids, translate_sentences
+from .evaluate import (
+    Translation,
+    TranslationScores,
+    score_translations,
+    translate_ids,
+    translate_nbest,
+    translate_sentences,
+)
 
-__all__ += ["translate_sentences", "translate_ids", "TranslationScores", "score_translations"]
+__all__ += ["translate_sentences", "translate_nbest", "translate_ids", "Translation",
+            "TranslationScores", "score_translations"]

@@ -21,7 +21,7 @@ from ..data.batching import pad_sequences
 from ..data.tokenizer import BOS, EOS, PAD, SharedTokenizer
 from ..model.encoder_decoder import EncoderDecoder
 from .beam import beam_search
-from .fast import Decoded, batch_beam_search, batch_greedy
+from .fast import Decoded, batch_beam_search, batch_greedy, supports_fast
 from .greedy import _model_device, greedy_decode
 
 __all__ = ["MAX_EXTRA", "BATCH_SIZE", "MAX_TOKENS", "Translation", "translate_sentences",
@@ -101,8 +101,8 @@ def translate_sentences(
         max_tokens: at most this many source tokens (padding included) in a batch; `None`
             for no limit.
         fast: the batched decoders of
-            [`inference.fast`][vanilla_transformer.inference.fast] (default), or `False` for
-            the readable `greedy_decode` and `beam_search`.
+            [`inference.fast`][vanilla_transformer.inference.fast] (default, where they can run
+            the model), or `False` for the readable `greedy_decode` and `beam_search`.
         progress: called with the number of sentences done after each batch.
 
     Returns:
@@ -166,7 +166,8 @@ def translate_nbest(
         beam finished fewer.
 
     Raises:
-        TypeError: if `sentences` is a single string or holds a non-string.
+        TypeError: if `sentences` is a single string or holds a non-string, or the batched
+            decoders cannot run `model` (one not made by `make_model`).
         ValueError: for an `nbest` above `beam_size` or a size that is not positive.
 
     Examples:
@@ -287,7 +288,8 @@ def translate_ids(
         batch_size: at most this many sentences are decoded together.
         max_tokens: at most this many source tokens (padding included) in a batch; `None`
             for no limit.
-        fast: the batched decoders (default) or the readable ones.
+        fast: the batched decoders (default; a model they cannot run, one not made by
+            `make_model`, gets the readable ones) or the readable ones.
         progress: called with the number of sentences done after each batch.
 
     Returns:
@@ -310,12 +312,12 @@ def translate_ids(
     _check_batching(batch_size, max_tokens)
     check_non_negative_int("max_extra", max_extra)
     ids = [list(map(int, s)) for s in sources]
-    if fast:
+    model.eval()
+    if fast and supports_fast(model):  # the one place the batched decoders are chosen
         decoded = _decode(model, ids, beam_size=beam_size, alpha=alpha, max_extra=max_extra,
                           nbest=1, batch_size=batch_size, max_tokens=max_tokens,
                           progress=progress)
         return [_until_end(row[0].tokens) for row in decoded]
-    model.eval()
     if any(len(s) == 0 for s in ids):
         raise ValueError("every source needs at least one token (its </s>)")
     device = _model_device(model) or torch.device("cpu")
