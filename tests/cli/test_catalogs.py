@@ -140,3 +140,15 @@ def test_train_says_on_its_first_line_what_it_sized_and_keeps_what_is_given(
     first = capsys.readouterr().out.splitlines()[0]
     assert first.startswith("continuing ")
     assert json.loads((tmp_path / "a" / "config.json").read_text())["training"]["eval_size"] == 4
+
+
+def test_catalogs_help_imports_no_torch():
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom vanilla_transformer.cli import main\n"
+            "assert main(['translate', 'catalogs', '--help']) == 0\n"
+            "assert 'torch' not in sys.modules, 'torch imported'\n")
+    done = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True,
+                          text=True)
+    assert done.returncode == 0 and "--locale-dir" in done.stdout, done.stderr

@@ -133,3 +133,11 @@ def test_no_catalogs_names_the_folder_and_the_languages_that_have_some(tmp_path)
         catalog_files("fr", tmp_path)
     with pytest.raises(ValueError, match="must be a locale name"):
         catalog_files("de/../../etc", tmp_path)
+
+
+def test_a_corpus_from_some_programs_only(tmp_path):
+    corpus = catalog_corpus("de", valid_size=2, test_size=2, locale_dir=_catalogs(tmp_path),
+                            programs=["a"])
+    assert corpus.catalogs == ("a.mo",) and corpus.messages == 23
+    with pytest.raises(ValueError, match="no catalog named zz for --lang de; it has a, b, c"):
+        catalog_corpus("de", locale_dir=tmp_path, programs=["a", "zz"])

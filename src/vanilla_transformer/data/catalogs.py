@@ -240,6 +240,7 @@ def catalog_corpus(
     seed: int = 0,
     max_chars: int = MAX_CHARS,
     locale_dir: str | os.PathLike[str] = LOCALE_DIR,
+    programs: Sequence[str] | None = None,
 ) -> CatalogCorpus:
     """English-to-`lang` pairs from the installed gettext catalogs, split by source.
 
@@ -258,6 +259,8 @@ def catalog_corpus(
         seed: seeds the shuffle.
         max_chars: the longest message kept, on either side.
         locale_dir: the folder that holds `<lang>/LC_MESSAGES/*.mo`.
+        programs: read only these catalogs, by name without `.mo` (`["git", "tar"]`); all
+            by default.
 
     Returns:
         The [`CatalogCorpus`][vanilla_transformer.data.catalogs.CatalogCorpus].
@@ -271,6 +274,12 @@ def catalog_corpus(
     check_non_negative_int("seed", seed)
     check_positive_int("max_chars", max_chars)
     files = catalog_files(lang, locale_dir)
+    if programs is not None:
+        missing = sorted(set(programs) - {p.stem for p in files})
+        if missing:
+            raise ValueError(f"no catalog named {', '.join(missing)} for --lang {lang}; it has "
+                             f"{', '.join(p.stem for p in files)}")
+        files = [p for p in files if p.stem in set(programs)]
     dropped = dict.fromkeys(DROP_REASONS, 0)
     translations: dict[str, Counter[str]] = {}
     messages, unreadable = 0, []
