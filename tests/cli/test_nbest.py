@@ -123,3 +123,41 @@ def test_eval_uses_13a_unless_told_and_says_so(capsys, test_tsv, tmp_path):
     assert "|tok:char|" in out[0] and float(out[0].split()[1]) > 90
     assert "--bleu-tokenize must be one of" in _error(
         capsys, ["translate", "eval", RUN, "--data", str(test_tsv), "--bleu-tokenize", "auto"])
+
+
+def _page_runs() -> list[tuple[list[str], list[str]]]:
+    """`(arguments, printed lines)` of each console block of the Command line guide that runs
+    the shipped translator and shows its output."""
+    import re
+    import shlex
+
+    page = Path(__file__).resolve().parents[2] / "docs" / "guides" / "command-line.md"
+    blocks = re.findall(r"^```console\n(.*?)^```", page.read_text(encoding="utf-8"),
+                        re.MULTILINE | re.DOTALL)
+    runs = []
+    for block in blocks:
+        command, *printed = block.replace("\\\n", " ").splitlines()
+        if "docs/assets/translator" in command and printed:
+            args = shlex.split(command)[2:]
+            runs.append(([RUN if a == "docs/assets/translator" else a for a in args], printed))
+    return runs
+
+
+@pytest.mark.parametrize(("argv", "printed"), _page_runs(), ids=lambda v: " ".join(v)[:40])
+def test_the_command_line_guide_shows_what_the_command_prints(capsys, argv, printed):
+    lines = _out(capsys, argv)
+    assert len(lines) == len(printed)
+    for got, shown in zip(lines, printed, strict=True):
+        fields, expected = got.split("\t"), shown.split("\t")
+        assert len(fields) == len(expected)
+        for a, b in zip(fields, expected, strict=True):
+            numbers = [w for w in b.split() if w.lstrip("-").replace(".", "", 1).isdigit()]
+            if numbers and len(numbers) == len(b.split()):  # scores: to the last digit shown
+                assert [float(w) for w in a.split()] == pytest.approx(
+                    [float(w) for w in numbers], abs=2e-4)
+            else:
+                assert a == b
+
+
+def test_the_page_shows_two_runs():
+    assert {tuple(a[3:]) for a, _ in _page_runs()} >= {("--verbose",), ("--nbest", "3", "--scores")}
