@@ -118,8 +118,9 @@ class _Steps:
         self.layers = [layer for layer in model.decoder.layers if isinstance(layer, DecoderLayer)]
         self.source = [(a.split_heads(a.linears[1](memory)), a.split_heads(a.linears[2](memory)))
                        for a in (layer.src_attn for layer in self.layers)]
-        # keep-mask (n or 1, 1, 1, src_len), broadcast over heads and beams
-        self.mask = None if src_mask is None else src_mask.unsqueeze(1)
+        # where a source position is padding, (n or 1, 1, 1, src_len), broadcast over heads
+        # and beams
+        self.mask = None if src_mask is None else ~src_mask.unsqueeze(1)
         self.fill = mask_fill_value(memory.dtype)
         self.qkv = [_stacked([m for m in layer.self_attn.linears[:3] if isinstance(m, nn.Linear)])
                     for layer in self.layers]
@@ -168,7 +169,7 @@ class _Steps:
         q = a.linears[0](x).view(n, beams, h, d_k).transpose(1, 2)  # (n, h, beams, d_k)
         scores = torch.matmul(q, keys.transpose(-2, -1)) / math.sqrt(d_k)  # (n, h, beams, src)
         if self.mask is not None:
-            scores = scores.masked_fill(~self.mask, self.fill)
+            scores = scores.masked_fill(self.mask, self.fill)
         out = torch.matmul(scores.softmax(dim=-1), values)  # (n, h, beams, d_k)
         return a.linears[3](out.transpose(1, 2).reshape(n * beams, 1, h * d_k))
 
