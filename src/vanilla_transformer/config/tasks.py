@@ -233,7 +233,8 @@ class TranslationConfig:
         max_steps: optimizer steps in all (a resumed run counts the steps before it).
         max_minutes: stop after this many minutes of this call (a checkpoint is written).
         save_every: steps between checkpoints (each one validates).
-        average: how many of the last checkpoints are averaged into the final model.
+        average: how many of the last checkpoints are averaged into the final model (only those
+            in the last `AVERAGE_SPAN`, a fifth, of the run).
         eval_size: validation sentences scored (the teacher-forced loss) and greedy-decoded at
             each checkpoint.
         seed: seeds the initial weights, the dropout and the batch order.
@@ -263,7 +264,7 @@ class TranslationConfig:
     save_every: int = field(default=100, metadata={
         "help": "steps between checkpoints; each one validates"})
     average: int = field(default=5, metadata={
-        "help": "how many of the last checkpoints are averaged into model.pt"})
+        "help": "how many of the last checkpoints model.pt averages (of the last fifth of the run)"})
     eval_size: int = field(default=200, metadata={
         "help": "validation sentences scored and decoded at each checkpoint"})
     seed: int = field(default=0, metadata={
