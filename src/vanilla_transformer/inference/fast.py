@@ -167,10 +167,17 @@ class _Steps:
         n, h, d_k = keys.size(0), a.h, a.d_k
         beams = x.size(0) // n
         q = a.linears[0](x).view(n, beams, h, d_k).transpose(1, 2)  # (n, h, beams, d_k)
-        scores = torch.matmul(q, keys.transpose(-2, -1)) / math.sqrt(d_k)  # (n, h, beams, src)
-        if self.mask is not None:
+        if beams == 1:  # one query a source: a product summed over d_k beats n * h matmuls
+            scores = (q * keys).sum(-1, keepdim=True).transpose(-2, -1) / math.sqrt(d_k)
+        else:
+            scores = torch.matmul(q, keys.transpose(-2, -1)) / math.sqrt(d_k)
+        if self.mask is not None:  # scores: (n, h, beams, src_len)
             scores = scores.masked_fill(self.mask, self.fill)
-        out = torch.matmul(scores.softmax(dim=-1), values)  # (n, h, beams, d_k)
+        weights = scores.softmax(dim=-1)
+        if beams == 1:
+            out = (weights.transpose(-2, -1) * values).sum(2)  # (n, h, d_k)
+            return a.linears[3](out.view(n, 1, h * d_k))
+        out = torch.matmul(weights, values)  # (n, h, beams, d_k)
         return a.linears[3](out.transpose(1, 2).reshape(n * beams, 1, h * d_k))
 
     def __call__(self, ys: torch.Tensor) -> torch.Tensor:
