@@ -7,12 +7,19 @@ then replaces the target in one `os.replace`. Files that grow line by line are t
 a run's `metrics.jsonl`, and the `--output` file of `translate RUN` while it translates
 standard input, are written in place a line at a time, so a kill can cut their last line
 short; a run folder's lock file is created in place.
+
+A folder has one writer at a time: [`RunLock`][vanilla_transformer._io.RunLock], whose lock
+file names the writer's process id, trusts nothing but a live process. A full disk is reported
+as `ENOSPC` naming the file, and the next writer removes the temporaries a kill left.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import json
 import os
+import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,7 +27,12 @@ from typing import IO, Any
 
 import torch
 
-__all__ = ["atomic_write", "atomic_path", "atomic_torch_save"]
+__all__ = ["atomic_write", "atomic_path", "atomic_torch_save", "naming", "save_atomically",
+           "write_json", "is_temporary", "remove_entry", "LOCK_FILE", "RunLock"]
+
+LOCK_FILE = ".lock"
+"""The lock file of a folder that one process writes at a time."""
+_MAX_PID = 2**22  # Linux's largest pid_max
 
 
 def atomic_write(path: str | os.PathLike[str], write: Callable[[IO[bytes]], Any]) -> Path:
@@ -115,3 +127,128 @@ def _remove(tmp: str) -> None:
 def atomic_torch_save(obj: Any, path: str | os.PathLike[str]) -> Path:
     """`torch.save(obj, path)`, atomically (see [`atomic_write`][vanilla_transformer._io.atomic_write])."""
     return atomic_write(path, lambda f: torch.save(obj, f))
+
+
+@contextlib.contextmanager
+def naming(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Give an `OSError` raised inside the block that names no file the name `path`."""
+    try:
+        yield
+    except OSError as error:
+        if error.filename is not None or error.errno is None:
+            raise
+        raise OSError(error.errno, error.strerror or str(error), os.fspath(path)) from error
+
+
+def save_atomically(path: str | os.PathLike[str], write: Callable[[IO[bytes]], Any]) -> None:
+    """`atomic_write`, a full disk reported as `OSError(ENOSPC)` naming `path` (torch's
+    writer says only "unexpected pos")."""
+    try:
+        atomic_write(path, write)
+    except RuntimeError as error:
+        folder = Path(os.fspath(path)).parent
+        full = shutil.disk_usage(folder).free < (1 << 20) or "unexpected pos" in str(error)
+        code = errno.ENOSPC if full else errno.EIO
+        raise OSError(code, os.strerror(code), os.fspath(path)) from error
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Write `data` as indented UTF-8 JSON, atomically."""
+    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    save_atomically(path, lambda f: f.write(text.encode("utf-8")))
+
+
+def is_temporary(name: str) -> bool:
+    """Whether a file name is a writer's temporary: `atomic_write`'s `.NAME.XXXX.tmp`, or a
+    `.NAME.tmp-PID` or `.NAME.old-PID` a writer stages by hand."""
+    return name.startswith(".") and (name.endswith(".tmp") or ".tmp-" in name
+                                     or ".old-" in name)
+
+
+def remove_entry(entry: Path) -> None:
+    """Remove a file, a link or a folder with what it holds."""
+    if entry.is_dir() and not entry.is_symlink():
+        shutil.rmtree(entry, ignore_errors=True)
+    else:
+        entry.unlink(missing_ok=True)
+
+
+def _pid_alive(pid: int) -> bool:
+    if not 0 < pid < _MAX_PID:  # 0 and negatives name process groups, not a process
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, owned by someone else
+        return True
+    except OSError as error:
+        return error.errno != errno.ESRCH
+    return True
+
+
+class RunLock:
+    """The lock that makes one process the only writer of a folder: the file `LOCK_FILE`,
+    created exclusively and holding the owner's process id, removed on exit. A lock file that
+    names no live process (a dead one, or no pid at all) is taken over.
+
+    Raises:
+        ValueError: on entry, if a live process holds the lock; the message names its pid.
+
+    Examples:
+        >>> import tempfile, pathlib
+        >>> folder = pathlib.Path(tempfile.mkdtemp())
+        >>> with RunLock(folder):
+        ...     (folder / ".lock").read_text() == str(os.getpid())
+        True
+        >>> (folder / ".lock").exists()
+        False
+    """
+
+    def __init__(self, folder: str | os.PathLike[str]) -> None:
+        self.folder = Path(os.fspath(folder))
+        self.path = self.folder / LOCK_FILE
+        self.held = False
+
+    def holder(self) -> int | None:
+        """The live process named in the lock file, or `None` if it names none."""
+        try:
+            text = self.path.read_text(encoding="ascii").strip()
+        except (OSError, ValueError):
+            return None
+        pid = int(text) if text.isdigit() and len(text) < 12 else 0
+        return pid if _pid_alive(pid) or pid == os.getpid() else None
+
+    def acquire(self) -> None:
+        """Take the lock, taking over one that names no live process."""
+        for _ in range(2):
+            try:
+                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                pid = self.holder()
+                if pid is not None and pid != os.getpid():
+                    raise ValueError(
+                        f"run folder {str(self.folder)!r} is in use: process {pid} is writing "
+                        f"it (its lock is {str(self.path)!r}); wait for it to finish or stop it"
+                    ) from None
+                self.path.unlink(missing_ok=True)  # stale: its writer is gone
+                continue
+            with os.fdopen(fd, "w") as f:
+                f.write(str(os.getpid()))
+            self.held = True
+            return
+        raise ValueError(f"cannot take the lock {str(self.path)!r}: another writer keeps "
+                         "taking it")
+
+    def release(self) -> None:
+        """Remove the lock file if this process holds it."""
+        if self.held and self.holder() == os.getpid():
+            self.path.unlink(missing_ok=True)
+        self.held = False
+
+    def __enter__(self) -> RunLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()

@@ -11,20 +11,17 @@ Explained on the [Training the copy task][training-guide] page.
 from __future__ import annotations
 
 import collections
-import contextlib
 import errno
-import json
 import os
 import re
-import shutil
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
 import torch
 from torch import nn
 
-from .._io import atomic_write
+from .._io import LOCK_FILE, naming, save_atomically, write_json
 from ..config import ModelConfig
 from ..model.encoder_decoder import EncoderDecoder, make_model_from_config
 
@@ -37,9 +34,10 @@ __all__ = [
     "load_model_state", "check_weights_fit_config",
 ]
 
-MODEL_FILE, TOKENIZER_FILE, CONFIG_FILE, METRICS_FILE, CHECKPOINTS, LOCK_FILE = (
-    "model.pt", "tokenizer.json", "config.json", "metrics.jsonl", "checkpoints", ".lock")
-"""A run folder's final model, tokenizer, settings, log, checkpoints' folder and lock."""
+MODEL_FILE, TOKENIZER_FILE, CONFIG_FILE, METRICS_FILE, CHECKPOINTS = (
+    "model.pt", "tokenizer.json", "config.json", "metrics.jsonl", "checkpoints")
+"""A run folder's final model, tokenizer, settings, log and checkpoints' folder (its lock is
+`_io`'s `LOCK_FILE`)."""
 
 BEST_FILE = "best.pt"
 """In `CHECKPOINTS/`: the checkpoint with the best validation score (with `keep_best`)."""
@@ -65,35 +63,6 @@ runs (the last 5 checkpoints of 100,000 steps, 10 minutes apart). Earlier in a s
 mixes in a weaker model, so an older checkpoint is left out."""
 
 _STEP_NAME = re.compile(r"step-(\d{1,30})\.pt")
-
-
-@contextlib.contextmanager
-def naming(path: str | os.PathLike[str]) -> Iterator[None]:
-    """Give an `OSError` raised inside the block that names no file the name `path`."""
-    try:
-        yield
-    except OSError as error:
-        if error.filename is not None or error.errno is None:
-            raise
-        raise OSError(error.errno, error.strerror or str(error), os.fspath(path)) from error
-
-
-def save_atomically(path: str | os.PathLike[str], write: Any) -> None:
-    """`atomic_write(path, write)`, a full disk reported as one: `OSError(ENOSPC)` naming
-    `path`, where torch's writer says only "unexpected pos"."""
-    try:
-        atomic_write(path, write)
-    except RuntimeError as error:
-        folder = Path(os.fspath(path)).parent
-        full = shutil.disk_usage(folder).free < (1 << 20) or "unexpected pos" in str(error)
-        code = errno.ENOSPC if full else errno.EIO
-        raise OSError(code, os.strerror(code), os.fspath(path)) from error
-
-
-def write_json(path: Path, data: Any) -> None:
-    """Write `data` as indented UTF-8 JSON, atomically."""
-    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-    save_atomically(path, lambda f: f.write(text.encode("utf-8")))
 
 
 def step_of(path: Path) -> int:

@@ -16,7 +16,6 @@ Explained on the [Training a real translator][translator-guide] page.
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import os
 import shutil
@@ -24,7 +23,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._io import atomic_write
+from .._io import RunLock as RunLock
+from .._io import atomic_write, is_temporary
+from .._io import remove_entry as remove_entry
 from ..data.tokenizer import check_tokenizer_file as check_tokenizer_file
 from ..data.tokenizer import load_trained_tokenizer
 from ..data.translation_batches import file_fingerprint as file_fingerprint
@@ -56,7 +57,6 @@ __all__ = ["RunLock", "is_run_folder", "remove_stale_temporaries", "remove_entry
            "check_folder", "clear_run", "read_run_config", "metrics_writer", "load_translator"]
 
 _RUN_FILES = (MODEL_FILE, TOKENIZER_FILE, CONFIG_FILE, METRICS_FILE, CHECKPOINTS, LOCK_FILE)
-_MAX_PID = 2**22  # Linux's largest pid_max
 
 
 def is_run_folder(path: str | os.PathLike[str]) -> bool:
@@ -75,16 +75,15 @@ def is_run_folder(path: str | os.PathLike[str]) -> bool:
 
 
 def _temporary(name: str) -> bool:
-    """Whether a name is a temporary of an atomic write or of `tokenize_corpus`."""
-    return name.startswith(".") and (name.endswith(".tmp") or ".tmp-" in name
-                                     or ".old-" in name or name == STAGED_IDS)
+    """Whether a name is a writer's temporary, or the ids a replacing run staged."""
+    return is_temporary(name) or name == STAGED_IDS
 
 
 def remove_stale_temporaries(path: str | os.PathLike[str]) -> list[Path]:
     """Remove the temporary files and folders an interrupted write left in a run folder.
 
-    Call it only while holding the folder's [`RunLock`][vanilla_transformer.training.run_folder.RunLock]:
-    another writer's temporary file is not stale.
+    Call it only while holding the folder's `RunLock`: another writer's temporary is not
+    stale.
 
     Examples:
         >>> import tempfile, pathlib
@@ -101,97 +100,6 @@ def remove_stale_temporaries(path: str | os.PathLike[str]) -> list[Path]:
                 remove_entry(tmp)
                 removed.append(tmp)
     return removed
-
-
-def remove_entry(entry: Path) -> None:
-    """Remove a file, a link or a folder with what it holds."""
-    if entry.is_dir() and not entry.is_symlink():
-        shutil.rmtree(entry, ignore_errors=True)
-    else:
-        entry.unlink(missing_ok=True)
-
-
-def _pid_alive(pid: int) -> bool:
-    if not 0 < pid < _MAX_PID:  # 0 and negatives name process groups, not a process
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # alive, owned by someone else
-        return True
-    except OSError as error:
-        return error.errno != errno.ESRCH
-    return True
-
-
-class RunLock:
-    """The lock that makes one process the only writer of a run folder.
-
-    The lock is the file `.lock` in the folder, created exclusively and holding the owner's
-    process id. Use it as a context manager; it is released (the file removed) on exit. A lock
-    file that names no live process (a dead one, or no pid at all) is taken over.
-
-    Raises:
-        ValueError: on entry, if a live process holds the lock; the message names its pid.
-
-    Examples:
-        >>> import tempfile, pathlib
-        >>> folder = pathlib.Path(tempfile.mkdtemp())
-        >>> with RunLock(folder):
-        ...     (folder / ".lock").read_text() == str(os.getpid())
-        True
-        >>> (folder / ".lock").exists()
-        False
-    """
-
-    def __init__(self, folder: str | os.PathLike[str]) -> None:
-        self.folder = Path(os.fspath(folder))
-        self.path = self.folder / LOCK_FILE
-        self.held = False
-
-    def holder(self) -> int | None:
-        """The live process named in the lock file, or `None` if it names none."""
-        try:
-            text = self.path.read_text(encoding="ascii").strip()
-        except (OSError, ValueError):
-            return None
-        pid = int(text) if text.isdigit() and len(text) < 12 else 0
-        return pid if _pid_alive(pid) or pid == os.getpid() else None
-
-    def acquire(self) -> None:
-        """Take the lock, taking over one that names no live process."""
-        for _ in range(2):
-            try:
-                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                pid = self.holder()
-                if pid is not None and pid != os.getpid():
-                    raise ValueError(
-                        f"run folder {str(self.folder)!r} is in use: process {pid} is writing "
-                        f"it (its lock is {str(self.path)!r}); wait for it to finish or stop it"
-                    ) from None
-                self.path.unlink(missing_ok=True)  # stale: its writer is gone
-                continue
-            with os.fdopen(fd, "w") as f:
-                f.write(str(os.getpid()))
-            self.held = True
-            return
-        raise ValueError(f"cannot take the lock {str(self.path)!r}: another writer keeps "
-                         "taking it")
-
-    def release(self) -> None:
-        """Remove the lock file if this process holds it."""
-        if self.held and self.holder() == os.getpid():
-            self.path.unlink(missing_ok=True)
-        self.held = False
-
-    def __enter__(self) -> RunLock:
-        self.acquire()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
 
 
 def check_folder(path: Path, *, resume: bool, overwrite: bool) -> None:
