@@ -294,8 +294,8 @@
     if (!q) return;
     box.dataset.ready = "on";
     var id = "predict-" + Math.random().toString(36).slice(2, 8);
-    var label = html("label", {"for": id}, "Your sentence, a number in English words");
     var input = html("input", {id: id, type: "text", autocomplete: "off",
+                               "aria-label": "Your sentence, a number in English words",
                                autocapitalize: "off", spellcheck: "false",
                                "class": "predict-reveal__input"});
     input.value = box.dataset.sentence || "forty-one";
@@ -308,7 +308,10 @@
                                "aria-label": "Your prediction"});
     var result = html("div", {"class": "predict-reveal__result", "aria-live": "polite"});
     box.querySelectorAll(".predict-reveal__fallback").forEach(function (n) { n.remove(); });
-    [label, input, ask, pieces, prompt, choices, result].forEach(function (n) {
+    var row = html("div", {"class": "predict-reveal__row"});
+    row.appendChild(input);
+    row.appendChild(ask);
+    [row, pieces, prompt, choices, result].forEach(function (n) {
       box.appendChild(n);
     });
 
