@@ -23,24 +23,24 @@ def draw():
     steps = [r["step"] for r in rows]
     log = "\n".join(result["training"]["log"])
     start = re.search(r"\(from step (\d+)\)", log)
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(6, 5.6), sharex=True)
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(5, 5.4), sharex=True)
     top.plot(steps, [r["valid_loss"] for r in rows], marker="o", color="tab:blue")
-    top.set_ylabel("validation loss", fontsize=12)
+    top.set_ylabel("validation loss", fontsize=13)
     bottom.plot(steps, [r["valid_chrf"] for r in rows], marker="o", color="tab:orange",
                 label="chrF")
     bottom.plot(steps, [r["valid_bleu"] for r in rows], marker="s", color="tab:green",
                 label="BLEU")
-    bottom.set_ylabel("score (greedy)", fontsize=12)
-    bottom.set_xlabel("optimizer step", fontsize=12)
-    bottom.legend(fontsize=12, frameon=False, loc="upper left")
+    bottom.set_ylabel("score (greedy)", fontsize=13)
+    bottom.set_xlabel("optimizer step", fontsize=13)
+    bottom.legend(fontsize=13, frameon=False, loc="upper left")
     for ax in (top, bottom):
-        ax.tick_params(labelsize=12)
+        ax.tick_params(labelsize=13)
         ax.grid(alpha=0.3)
         if start:
             ax.axvspan(int(start.group(1)), steps[-1], color="0.5", alpha=0.2, lw=0)
     if start:
-        top.text(int(start.group(1)), top.get_ylim()[1], " averaged", va="top", fontsize=12)
+        top.text(int(start.group(1)), top.get_ylim()[1], " averaged", va="top", fontsize=13)
     minutes = result["training"]["minutes"]
-    fig.suptitle(f"{minutes:g} minutes on a shared CPU, one thread", fontsize=12)
+    fig.suptitle(f"{minutes:g} minutes on a shared CPU, one thread", fontsize=13)
     fig.tight_layout()
     return fig

@@ -27,8 +27,11 @@ def _samples(result: dict[str, Any]) -> tuple[str, str]:
         verdict = f"**{j['verdict']}**: {j['why']}" if j else "not judged"
         counts[j["verdict"] if j else "not judged"] = counts.get(
             j["verdict"] if j else "not judged", 0) + 1
+        # a run of one letter (the model looping) is cut, so that the table fits a phone
+        output = re.sub(r"(.)\1{7,}", lambda m: m.group(1) * 3 + f"… ({len(m.group(0))} times)",
+                        sample["last"])
         rows.append(f"| {_cell(sample['source'])} | {_cell(sample['reference'])} | "
-                    f"{_cell(sample['last'])} | {verdict} |")
+                    f"{_cell(output)} | {verdict} |")
     order = ["right", "partly right", "wrong", "not judged"]
     said = [f"{counts[v]} {v}" for v in order if v in counts]
     return "\n".join(rows), "Of the ten: " + ", ".join(said) + "."
