@@ -352,17 +352,19 @@
     ".md-typeset .live-model select{font:inherit;font-size:.75rem;color:var(--md-default-fg-color);",
     "background:var(--md-default-bg-color);border:1px solid var(--md-default-fg-color--lighter);",
     "border-radius:.2rem;max-width:100%}",
-    ".md-typeset .live-model label{display:inline-block;margin:.2em 1em .2em 0;font-size:.75rem}",
-    ".md-typeset .live-model label.live-model__wide{display:block;margin-right:0}",
+    ".md-typeset .live-model>p:first-child{margin-top:0}",
+    ".md-typeset .live-model__row{display:flex;flex-wrap:wrap;align-items:center;gap:.3em 1em}",
+    ".md-typeset .live-model label{display:inline-flex;align-items:center;gap:.4em;font-size:.75rem}",
+    ".md-typeset .live-model label.live-model__wide{flex:1 1 18em}",
     ".md-typeset .live-model__status{font-size:.7rem;color:var(--md-default-fg-color--light);margin:.3em 0}",
     ".md-typeset .live-model__maps{display:flex;flex-wrap:wrap;gap:.8em;max-width:100%;overflow-x:auto}",
     ".md-typeset .live-model__map{max-width:100%;overflow-x:auto}",
     ".md-typeset .live-model__map svg{display:block;max-width:none;height:auto}",
     ".md-typeset .live-model__map p{font-size:.7rem;margin:.2em 0}",
     ".md-typeset .live-model table{font-size:.7rem;display:block;max-width:100%;overflow-x:auto}",
-    ".md-typeset .live-model td{overflow-wrap:anywhere}",
+    ".md-typeset .live-model td,.md-typeset .live-model__pair em{overflow-wrap:anywhere}",
     ".md-typeset .live-model__output{overflow-wrap:anywhere;font-weight:700}",
-    ".md-typeset .live-model .md-button{font-size:.7rem;padding:.2em .8em;margin:.2em .4em .2em 0;cursor:pointer}",
+    ".md-typeset .live-model .md-button{font-size:.7rem;padding:.2em .8em;margin:0;cursor:pointer}",
     ".md-typeset .live-model ol.live-model__topk{display:flex;flex-wrap:wrap;gap:.3em;list-style:none;",
     "margin:.3em 0;padding:0;font-size:.75rem}",
     ".md-typeset .live-model ol.live-model__topk li{margin:0}",
@@ -530,34 +532,26 @@
     positions: function (w, model, text) {
       var other = window.translatorDemo.canonical(window.translatorDemo.clean(
         w.q("[data-control=other]").value));
-      var table = el("table");
-      var tr = el("tr");
-      ["English", "German"].forEach(function (t) { tr.append(el("th", t)); });
-      var thead = el("thead");
-      thead.append(tr);
-      var body = el("tbody");
+      var list = el("ul", null, "live-model__pairs");
       var first = null;
       [text, other].forEach(function (t, i) {
         if (!t) return;
         var plain = model.greedy(t, "none"), blind = model.greedy(t, "no-positions");
         if (i === 0) first = blind;
-        var row = el("tr", null, "live-model__pair");
-        row.dataset.input = t;
-        row.dataset.trained = plain.text;
-        row.dataset.noPositions = blind.text;
-        var german = el("td");
-        german.append(el("span", "trained: " + plain.text), el("br"),
-                      el("span", "no positions: " + blind.text));
-        row.append(el("td", t), german);
-        body.append(row);
+        var item = el("li", null, "live-model__pair");
+        item.dataset.input = t;
+        item.dataset.trained = plain.text;
+        item.dataset.noPositions = blind.text;
+        item.append(el("strong", t), el("br"), "trained model: ", el("em", plain.text),
+                    el("br"), "no positions: ", el("em", blind.text));
+        list.append(item);
       });
-      table.append(thead, body);
-      w.out.replaceChildren(table);
+      w.out.replaceChildren(list);
       var a = model.source(text).slice().sort().join(" ");
       var b = model.source(other).slice().sort().join(" ");
       w.out.append(el("p", a === b ?
         "The two inputs are the same pieces in another order: without positions the encoder " +
-        "cannot tell them apart, so the two outputs in the last column are the same." :
+        "cannot tell them apart, and its two outputs are the same." :
         "These two inputs are not made of the same pieces, so they may differ even without " +
         "positions."));
       return first;

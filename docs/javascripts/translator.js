@@ -479,7 +479,8 @@
   }
 
   // A model decodes through two functions: encodeIds(srcIds) gives {memory, maps} and
-  // decodeIds(memory, ys) gives {logProbs, selfMaps, crossMaps} (the live model of
+  // decodeIds(memory, ys, withMaps) gives {logProbs}, and selfMaps, crossMaps when asked (the
+  // live model of
   // live_model.js, a switched model, adds the scores before the softmax: scores, selfScores,
   // crossScores). Here the ONNX graphs: `memory` is the encoder's output tensor and the mask.
   function onnxModel(model) {
@@ -490,9 +491,10 @@
       return {memory: {memory: enc.memory, srcMask: srcMask},
               maps: maps(enc.encoder_self_attention)};
     };
-    model.decodeIds = async function (memory, ys) {
+    model.decodeIds = async function (memory, ys, withMaps) {
       var out = await model.decoder.run({memory: memory.memory, src_mask: memory.srcMask,
                                          ys: int64(ys)});
+      if (!withMaps) return {logProbs: out.log_probs.data};  // beam search reads no map
       return {logProbs: out.log_probs.data, selfMaps: maps(out.decoder_self_attention),
               crossMaps: maps(out.decoder_cross_attention)};
     };
@@ -514,7 +516,7 @@
   }
 
   async function run(state) {
-    var out = await state.model.decodeIds(state.memory, state.ys);
+    var out = await state.model.decodeIds(state.memory, state.ys, true);
     state.last = {ys: state.ys.slice(), logProbs: out.logProbs, selfMaps: out.selfMaps,
                   crossMaps: out.crossMaps, selfScores: out.selfScores || null,
                   crossScores: out.crossScores || null};
@@ -956,6 +958,15 @@
         lives[language] = model;
         return model;
       });
+    };
+    // The live model of a language (about 1 MB), for the scores before the softmax of the maps
+    // the ONNX graphs draw: once loaded, the map is drawn again with them. Not on Home.
+    var scoresFor = function (language) {
+      if (!root.querySelector("#explorer-cell")) return;
+      loadLive(language).then(function () {
+        root.dataset["live" + language.toUpperCase()] = "1";
+        drawMap();
+      }, function () {});
     };
     // The switch chosen in #explorer-break; silence-head silences the map's head on show.
     var chosenSwitch = function () {
@@ -1455,6 +1466,7 @@
     });
     el.language.addEventListener("change", function () {
       root.dataset.language = lang();
+      scoresFor(lang());
       setCheckpointLabel();
       translateNow();
     });
@@ -1486,15 +1498,7 @@
       root.dataset.loadMs = (performance.now() - started).toFixed(1);
       root.dataset.readyAt = performance.now().toFixed(1);
       translateNow();
-      // the live model, for the scores before the softmax: the map is drawn again with them
-      if (root.querySelector("#explorer-cell")) {
-        ["de", "fr"].forEach(function (language) {
-          loadLive(language).then(function () {
-            root.dataset["live" + language.toUpperCase()] = "1";
-            drawMap();
-          }, function () {});
-        });
-      }
+      scoresFor(lang());
     }, function (error) {
       if (input.isConnected) say("failed", "The model could not be loaded: " + error.message);
     });

@@ -361,7 +361,7 @@ def check_lesson(tab, widget, name: str, text: str, reference: Reference) -> Non
         assert widget.get_attribute("data-output") == want
         assert "silenced" in widget.locator(".live-model__map[data-head='3']").inner_text()
     elif name == "positions":
-        rows = widget.locator("tbody tr")
+        rows = widget.locator(".live-model__pair")
         assert rows.count() == 2
         for i in range(2):
             row = rows.nth(i)
