@@ -16,6 +16,8 @@ def values() -> dict[str, Any]:
         out[f"{key}_bleu"] = run["bleu"]
         out[f"{key}_chrf"] = run["chrf"]
         out[f"{key}_exact"] = run["exact_match"]
+    for search in ("greedy", "beam"):  # outputs int8 changed
+        out[f"int8_{search}_changed"] = out["total"] - out[f"int8_{search}_same_as_float32"]
     for name, size in data["model_bin_bytes"].items():
         out[f"{name}_kb"] = size / 1000
     out["size_ratio"] = data["model_bin_bytes"]["float32"] / data["model_bin_bytes"]["int8"]
