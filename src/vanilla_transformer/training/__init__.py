@@ -19,34 +19,6 @@ from .loop import MODES, FitProgress, TrainState, fit, run_epoch
 from .loss import LabelSmoothing, SimpleLossCompute, label_smoothed_kl
 from .ranks import default_backend, free_port
 from .schedule import make_optimizer, rate
-
-__all__ = [
-    "rate",
-    "make_optimizer",
-    "LabelSmoothing",
-    "SimpleLossCompute",
-    "label_smoothed_kl",
-    "MODES",
-    "TrainState",
-    "run_epoch",
-    "FitProgress",
-    "fit",
-    "CHECKPOINT_FORMAT",
-    "save_checkpoint",
-    "load_checkpoint",
-    "COPY_MODEL",
-    "CopyTaskConfig",
-    "CopyTaskRun",
-    "train_copy_model",
-    "exact_match",
-    "default_backend",
-    "shard_batches",
-    "DistributedRun",
-    "train_distributed",
-    "free_port",
-    "run_local",
-]
-
 from .translation import (
     TRANSLATION_PRESETS,
     TranslationConfig,
@@ -56,5 +28,11 @@ from .translation import (
     train_translation,
 )
 
-__all__ += ["TRANSLATION_PRESETS", "TranslationConfig", "TranslationRun", "train_translation",
-            "average_checkpoints", "load_translator"]
+__all__ = [
+    "rate", "make_optimizer", "LabelSmoothing", "SimpleLossCompute", "label_smoothed_kl",
+    "MODES", "TrainState", "run_epoch", "FitProgress", "fit", "CHECKPOINT_FORMAT",
+    "save_checkpoint", "load_checkpoint", "COPY_MODEL", "CopyTaskConfig", "CopyTaskRun",
+    "train_copy_model", "exact_match", "default_backend", "shard_batches", "DistributedRun",
+    "train_distributed", "free_port", "run_local", "TRANSLATION_PRESETS", "TranslationConfig",
+    "TranslationRun", "train_translation", "average_checkpoints", "load_translator",
+]

@@ -2,20 +2,9 @@
 
 [`fit`][vanilla_transformer.training.loop.fit] calls `on_step(progress)` of each callback, in
 order, after every optimizer step, and `on_end(progress)` once when the loop ends (also after
-an error). A callback stops training by setting `progress.stop` to its reason.
-
-- [`MetricsLog`][vanilla_transformer.training.callbacks.MetricsLog]: `metrics.jsonl` (and
-  TensorBoard) every `log_every` steps;
-- [`StopWhen`][vanilla_transformer.training.callbacks.StopWhen]: a time limit or a request to
-  stop, agreed by every process;
-- [`Validator`][vanilla_transformer.training.callbacks.Validator]: the teacher-forced loss and
-  perplexity of validation sentences, and their greedy decodings' scores, on the model's own
-  device;
-- [`CheckpointKeeper`][vanilla_transformer.training.callbacks.CheckpointKeeper]: validates,
-  writes a checkpoint every `save_every` steps and at a stop, keeps the last `average` and the
-  best;
-- [`EarlyStopping`][vanilla_transformer.training.callbacks.EarlyStopping]: stops after
-  `patience` validations without a better score.
+an error). A callback stops training by setting `progress.stop` to its reason: `MetricsLog`
+logs, `StopWhen` keeps a time limit, `CheckpointKeeper` validates (with a `Validator`) and
+saves, `EarlyStopping` stops after `patience` validations without a better score.
 """
 
 from __future__ import annotations
@@ -59,16 +48,18 @@ Log = Callable[[str], None]
 
 
 class Callback(Protocol):
-    """What `fit` calls: `on_step` after every optimizer step, `on_end` once at the end."""
+    """What `fit` calls: `on_step` after every optimizer step, `on_end` once at the end (by
+    default nothing)."""
 
     def on_step(self, progress: FitProgress) -> None: ...
 
-    def on_end(self, progress: FitProgress) -> None: ...
+    def on_end(self, progress: FitProgress) -> None:
+        return None
 
 
 def auto_bleu_tokenize(references: Sequence[str]) -> str:
     """sacrebleu's BLEU tokenizer for `references`: `char` when they average fewer than four
-    words (word 4-grams would not exist), else its default `13a`.
+    words (no word 4-grams), else `13a`.
 
     Examples:
         >>> auto_bleu_tokenize(["vierhunderteins", "zwei"]), auto_bleu_tokenize(["a b c d e"])
@@ -102,10 +93,9 @@ def best_entry(history: Sequence[dict[str, Any]], key: str) -> dict[str, Any] | 
 
 
 class MetricsLog:
-    """Every `every` steps, a line of `metrics.jsonl` with the mean loss of the steps since the
-    last line, the learning rate and the tokens per second of all processes; also each
-    validation's scores. Only process 0 writes; with `tensorboard`, the same numbers go to
-    `RUN/tensorboard/` as scalars. A resumed run first drops the lines after its checkpoint."""
+    """Every `every` steps, a line of `metrics.jsonl` (process 0, and with `tensorboard` its
+    scalars): the mean loss since the last line, the learning rate and all processes' tokens
+    per second; also each validation's scores."""
 
     def __init__(self, folder: Path, ranks: Ranks, optimizer: torch.optim.Optimizer, *,
                  every: int, resumed_at: int | None, tensorboard: bool) -> None:
@@ -148,7 +138,7 @@ class MetricsLog:
             self.board.close()
 
 
-class StopWhen:
+class StopWhen(Callback):
     """Stops every process together after the step on which any of them has run `minutes`,
     or `should_stop()` said so: `progress.stop` is `"time"` or `"interrupted"`."""
 
@@ -167,14 +157,10 @@ class StopWhen:
             progress.stop = "time"
             self.log(f"stopped after {self.minutes} minutes at step {progress.step}")
 
-    def on_end(self, progress: FitProgress) -> None:
-        pass
-
 
 class Validator:
-    """Scores the model where it is (no copy to another device) on `pairs`: one
-    teacher-forced pass for the loss per target token without label smoothing, and greedy
-    decodings of the sources against the targets for exact match, BLEU and chrF."""
+    """Scores the model on its own device on `pairs`: the teacher-forced loss, and greedy
+    decodings' exact match, BLEU and chrF."""
 
     def __init__(self, model: EncoderDecoder, tokenizer: SharedTokenizer,
                  pairs: Sequence[tuple[str, str]],
@@ -213,15 +199,11 @@ class Validator:
                 "valid_chrf": round(scores.chrf, 4)}
 
 
-class CheckpointKeeper:
-    """Writes a training checkpoint every `save_every` steps, at `max_steps` and at a stop,
-    after validating; keeps the last `average` (a checkpoint written between saves is dropped
-    once training has gone past it), and with `keep_best` the best-scoring model as `best.pt`.
-
-    `state()` gives what a checkpoint holds beside the model; `history` is one entry per
-    checkpoint (resumed ones included). Only process 0 validates and writes; every process
-    takes part in gathering the random states.
-    """
+class CheckpointKeeper(Callback):
+    """Validates and writes a training checkpoint every `save_every` steps, at `max_steps`
+    and at a stop; keeps the last `average`, and with `keep_best` the best model as `best.pt`.
+    `state()` gives what a checkpoint holds beside the model; `history` gets one entry per
+    checkpoint. Process 0 writes; every process gives its random state."""
 
     def __init__(self, folder: Path, model: nn.Module, ranks: Ranks, *, save_every: int,
                  max_steps: int, average: int, keep_best: str | None, validator: Validator,
@@ -239,9 +221,6 @@ class CheckpointKeeper:
     def on_step(self, progress: FitProgress) -> None:
         if self.due(progress):
             self.save(progress)
-
-    def on_end(self, progress: FitProgress) -> None:
-        pass
 
     def save(self, progress: FitProgress) -> None:
         """Validate and write the checkpoint of `progress.step` (process 0)."""
@@ -284,9 +263,9 @@ class CheckpointKeeper:
             old.unlink()
 
 
-class EarlyStopping:
-    """Stops training (`progress.stop = "patience"`) at a validation step once `patience`
-    validations in a row have not beaten the best `key` score; process 0 decides for all."""
+class EarlyStopping(Callback):
+    """Stops training (`"patience"`) once `patience` validations in a row have not beaten the
+    best `metric`; process 0 decides for all."""
 
     def __init__(self, history: list[dict[str, Any]], ranks: Ranks, *, metric: str,
                  patience: int | None, save_every: int, log: Log) -> None:
@@ -313,13 +292,10 @@ class EarlyStopping:
                          f"{best['step']})")
             progress.stop = "patience"
 
-    def on_end(self, progress: FitProgress) -> None:
-        pass
-
 
 class ProgressBar:
-    """A progress bar of steps on stderr, showing the loss and the epoch (`epoch()`), cleared
-    before a step after which something is logged (`clear_after(progress)`)."""
+    """A progress bar of steps on stderr with the loss and `epoch()`, cleared where
+    `clear_after(progress)` says a line will be logged."""
 
     def __init__(self, total: int, initial: int, epoch: Callable[[], int],
                  clear_after: Callable[[FitProgress], bool]) -> None:

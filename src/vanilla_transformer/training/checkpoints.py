@@ -2,8 +2,7 @@
 
 A model file (`save_checkpoint`) holds a model with its `ModelConfig`; a training checkpoint
 (`save_train_state`) all a run needs to continue. Both are plain data, written atomically and
-read with `torch.load(weights_only=True)`; a training checkpoint is read back once written,
-and checkpoints are ordered by the step they hold. The sinusoid table is not saved.
+read with `torch.load(weights_only=True)`; checkpoints are ordered by the step they hold.
 
 Explained on the [Training the copy task][training-guide] page.
 """
@@ -56,11 +55,9 @@ TRAIN_STATE_FORMAT = "vanilla-transformer-train-state"
 """The `format` field of the training checkpoints in `RUN/checkpoints/`."""
 
 AVERAGE_SPAN = 0.2
-"""The last part of a run whose checkpoints `model.pt` averages: a fifth of its steps.
-
-Averaging helps once the weights move little between checkpoints, as at the end of the paper's
-runs (the last 5 checkpoints of 100,000 steps, 10 minutes apart). Earlier in a short run it
-mixes in a weaker model, so an older checkpoint is left out."""
+"""The last part of a run whose checkpoints `model.pt` averages: a fifth of its steps. Averaging
+helps once the weights move little, as at the end of the paper's long runs; earlier in a short
+run it mixes in a weaker model."""
 
 _STEP_NAME = re.compile(r"step-(\d{1,30})\.pt")
 
@@ -74,14 +71,7 @@ def step_of(path: Path) -> int:
 
 
 def checkpoint_paths(out: str | os.PathLike[str]) -> list[Path]:
-    """The training checkpoints of a run folder, in the order of their steps.
-
-    Examples:
-        >>> import tempfile
-        >>> from vanilla_transformer.training.checkpoints import checkpoint_paths
-        >>> checkpoint_paths(tempfile.mkdtemp())
-        []
-    """
+    """The training checkpoints of a run folder, in the order of their steps."""
     folder = Path(os.fspath(out)) / CHECKPOINTS
     if not folder.is_dir():
         return []
@@ -158,9 +148,8 @@ def _layer_count(state: dict[str, Any], stack: str) -> int:
 def check_weights_fit_config(
     config: ModelConfig, state: dict[str, Any], name: str = "the file"
 ) -> None:
-    """Check the sizes `config` claims against the weights' shapes, before building a model:
-    a file saying `N=10000` next to two layers' weights fails at once. A `ValueError` names
-    `name` and the first size that does not match.
+    """Check the sizes `config` claims against the weights' shapes before a model is built: a
+    `ValueError` names `name` and the first size that does not match.
 
     Examples:
         >>> model = make_model(5, 5, N=1, d_model=16, d_ff=32, h=2)
@@ -197,14 +186,12 @@ def check_weights_fit_config(
 def save_checkpoint(
     path: str | os.PathLike[str] | IO[bytes], model: nn.Module, **metadata: Any
 ) -> None:
-    """Save a model built by `make_model` with its configuration and `metadata`, as plain data
-    that [`load_checkpoint`][vanilla_transformer.training.checkpoints.load_checkpoint] reads
-    with `weights_only=True`. A path is written atomically; a file object as it is.
+    """Save a model built by `make_model` with its configuration and `metadata` (plain data),
+    for `load_checkpoint`. A path is written atomically; a file object as it is.
 
     Raises:
         ValueError: if `model` has no `config`. TypeError: if a metadata value is not plain
-            data (store `str(path)` for a path), before anything is written. OSError:
-            `ENOSPC` naming the file when the disk is full.
+            data, before anything is written. OSError: `ENOSPC` naming the file on a full disk.
 
     Examples:
         >>> import tempfile, os
@@ -239,19 +226,10 @@ def save_checkpoint(
 
 def _read(path: str | os.PathLike[str], form: str, what: str, keys: tuple[str, ...],
           map_location: str | torch.device = "cpu") -> tuple[dict[str, Any], ModelConfig]:
-    """The file of format `form` at `path`, read with `weights_only=True`, and its
-    `ModelConfig`, once it holds the dicts `keys` (its configuration and weights first) and
-    the weights fit the configuration."""
+    """The file of format `form` at `path` and its `ModelConfig`, once it holds the dicts
+    `keys` (configuration and weights first) and the weights fit the configuration."""
     name = repr(os.fspath(path))
-    try:
-        data = torch.load(path, map_location=map_location, weights_only=True)
-    except OSError:
-        raise
-    except Exception as error:  # torch.load raises any type for a foreign file
-        # in full: torch's own message warns against weights_only=False, which can run code
-        reason = " ".join(str(error).split()) or type(error).__name__
-        raise ValueError(f"{name} is not {what}: torch.load failed "
-                         f"({type(error).__name__}: {reason})") from error
+    data = _load(path, f"{name} is not {what}", map_location)
     if not isinstance(data, dict) or data.get("format") != form:
         raise ValueError(f"{name} is not {what}")
     missing = [k for k in keys if not isinstance(data.get(k), dict)]
@@ -269,13 +247,12 @@ def _read(path: str | os.PathLike[str], form: str, what: str, keys: tuple[str, .
 def load_checkpoint(
     path: str | os.PathLike[str], map_location: str | torch.device = "cpu"
 ) -> tuple[EncoderDecoder, dict[str, Any]]:
-    """Rebuild a model saved by [`save_checkpoint`][vanilla_transformer.training.checkpoints.save_checkpoint]:
-    `(model, metadata)`, the model in eval mode on `map_location`.
+    """Rebuild a model saved by `save_checkpoint`: `(model, metadata)`, the model in eval mode
+    on `map_location`.
 
     Raises:
-        ValueError: if the file is not such a checkpoint (another file, a truncated or
-            corrupt one, or one whose weights do not fit its configuration).
-        FileNotFoundError: if the file does not exist.
+        ValueError: if the file is not such a checkpoint, is corrupt, or its weights do not fit
+            its configuration. FileNotFoundError: if it does not exist.
     """
     data, config = _read(path, CHECKPOINT_FORMAT, "a checkpoint written by save_checkpoint",
                          ("config", "state_dict", "metadata"), map_location)
@@ -285,8 +262,8 @@ def load_checkpoint(
 
 
 def save_train_state(path: Path, **state: Any) -> None:
-    """Write a training checkpoint atomically, then read it back: a file that does not load,
-    or holds another step, is an `OSError` naming it, at once rather than on resume."""
+    """Write a training checkpoint atomically and read it back: one that does not load is an
+    `OSError` naming it now, not on resume."""
     save_atomically(path, lambda f: torch.save(
         {"format": TRAIN_STATE_FORMAT, "version": 2, **state}, f))
     try:
@@ -298,8 +275,8 @@ def save_train_state(path: Path, **state: Any) -> None:
 
 
 def load_train_state(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Read a training checkpoint with `torch.load(weights_only=True)`; a `ValueError` if it is
-    none, holds another step than its name says, or its weights do not fit its configuration."""
+    """Read a training checkpoint; a `ValueError` if it is none, holds another step than its
+    name says, or its weights do not fit its configuration."""
     state, _ = _read(path, TRAIN_STATE_FORMAT, "a training checkpoint", ("config", "model"))
     step, name = state.get("step"), Path(os.fspath(path)).name
     if _STEP_NAME.fullmatch(name) and step != step_of(Path(name)):
@@ -308,8 +285,8 @@ def load_train_state(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 def averaging_window(steps: Sequence[int], average: int) -> list[int]:
-    """The steps whose checkpoints `model.pt` averages: of the last `average` of `steps`, those
-    within the last `AVERAGE_SPAN` of the run, which ends at the newest.
+    """The steps `model.pt` averages: of the last `average`, those in the run's last
+    `AVERAGE_SPAN`.
 
     Examples:
         >>> averaging_window([500, 877], average=5)  # step 500 is too early to help
@@ -325,8 +302,8 @@ def averaging_window(steps: Sequence[int], average: int) -> list[int]:
 
 def average_checkpoints(paths: Sequence[str | os.PathLike[str]]) -> dict[str, torch.Tensor]:
     r"""The element-wise mean of the models in `paths` (section 6.1), training checkpoints or
-    `save_checkpoint` files: floats averaged in float64 and cast back, other tensors the last
-    file's. Raises `ValueError` if `paths` is empty or the files hold different parameters.
+    `save_checkpoint` files, in float64 (other tensors the last file's). A `ValueError` if
+    `paths` is empty or the files hold different parameters.
 
     Examples:
         >>> import tempfile, os
@@ -343,7 +320,7 @@ def average_checkpoints(paths: Sequence[str | os.PathLike[str]]) -> dict[str, to
     total: dict[str, torch.Tensor] = {}
     last: dict[str, torch.Tensor] = {}
     for path in paths:
-        data = _load_any(path)
+        data = _load(path, f"{os.fspath(path)}: not a readable checkpoint")
         state = data.get("model", data.get("state_dict")) if isinstance(data, dict) else None
         if not isinstance(state, dict):
             raise ValueError(f"{os.fspath(path)}: holds no model state_dict")
@@ -359,11 +336,15 @@ def average_checkpoints(paths: Sequence[str | os.PathLike[str]]) -> dict[str, to
             for name, t in last.items()}
 
 
-def _load_any(path: str | os.PathLike[str]) -> Any:
+def _load(path: str | os.PathLike[str], refusal: str,
+          map_location: str | torch.device = "cpu") -> Any:
+    """`torch.load(weights_only=True)`, any error but an `OSError` a `ValueError`."""
     try:
-        return torch.load(path, map_location="cpu", weights_only=True)
+        return torch.load(path, map_location=map_location, weights_only=True)
     except OSError:
         raise
-    except Exception as error:  # noqa: BLE001 - torch.load raises any type for a foreign file
-        raise ValueError(f"{os.fspath(path)}: not a readable checkpoint "
-                         f"({' '.join(str(error).split())})") from None
+    except Exception as error:  # torch.load raises any type for a foreign file
+        # in full: torch's own message warns against weights_only=False, which can run code
+        reason = " ".join(str(error).split()) or type(error).__name__
+        raise ValueError(f"{refusal}: torch.load failed ({type(error).__name__}: "
+                         f"{reason})") from error

@@ -1,8 +1,6 @@
 r"""The copy task: train a small Transformer to output its input, judged by exact match, in one
-process or in each process of a data-parallel job (paper section 5.2 trained on 8 GPUs).
-
-Training minimises the label-smoothed loss with Adam and the schedule of paper section 5.3;
-the trained model must reproduce held-out sequences token for token under greedy decoding.
+process or in each process of a data-parallel job (paper section 5.2 trained on 8 GPUs), with
+the label-smoothed loss, Adam and the schedule of section 5.3.
 
 Explained on the [Training the copy task][training-guide] page.
 """
@@ -28,6 +26,7 @@ from ..data.batching import Batch
 from ..data.copy_task import PAD, START_SYMBOL, data_gen
 from ..inference.greedy import greedy_decode
 from ..model.encoder_decoder import EncoderDecoder, make_model_from_config
+from .callbacks import Callback
 from .loop import FitProgress, TrainState, fit
 from .loss import SimpleLossCompute, label_smoothed_kl
 from .ranks import Ranks, check_fits_memory, check_timeout, default_backend, free_port, join, leave
@@ -43,19 +42,10 @@ class CopyTaskRun:
     """The result of [`train_copy_model`][vanilla_transformer.training.copy_task.train_copy_model].
 
     Attributes:
-        model: the trained model, in eval mode.
-        config: the configuration it was trained with.
+        model: the trained model, in eval mode. config: its settings.
         losses: the mean loss per token of every optimizer step.
         train_state: the training counts.
         seconds: wall time of the training (model building included).
-
-    Examples:
-        >>> from vanilla_transformer.training import COPY_MODEL, CopyTaskConfig, train_copy_model
-        >>> config = CopyTaskConfig(model=COPY_MODEL.replace(d_model=16, d_ff=32), steps=2,
-        ...                         batch_size=4)
-        >>> run = train_copy_model(config)
-        >>> run.final_loss == run.losses[-1], run.model.training
-        (True, False)
     """
 
     model: EncoderDecoder
@@ -76,12 +66,8 @@ def train_copy_model(
     progress: bool = False,
     on_step: Callable[[TrainState, float], None] | None = None,
 ) -> CopyTaskRun:
-    """Train a model on the copy task.
-
-    The run is reproducible: the weights and the dropout draw from the global generator seeded
-    with `config.seed` (its previous state is restored afterwards), and the data from a private
-    generator with the same seed. The same seed on the same machine and thread count gives the
-    same losses and weights.
+    """Train a model on the copy task, reproducibly: weights, dropout and data draw from
+    `config.seed` (the global generator's state is restored afterwards).
 
     Args:
         config: the run's settings; the defaults if `None`.
@@ -89,16 +75,15 @@ def train_copy_model(
         on_step: called after every optimizer step with the counts and the step's loss.
 
     Returns:
-        A [`CopyTaskRun`][vanilla_transformer.training.copy_task.CopyTaskRun] with the model in eval
-        mode and the loss of every step.
+        A `CopyTaskRun`.
 
     Examples:
         >>> from vanilla_transformer.training import COPY_MODEL, CopyTaskConfig, train_copy_model
         >>> config = CopyTaskConfig(model=COPY_MODEL.replace(d_model=16, d_ff=32), steps=3,
         ...                         batch_size=4)
         >>> run = train_copy_model(config)
-        >>> len(run.losses), run.train_state.samples
-        (3, 12)
+        >>> len(run.losses), run.train_state.samples, run.final_loss == run.losses[-1]
+        (3, 12, True)
     """
     config = CopyTaskConfig() if config is None else config
     check_fits_memory(config.model, torch.device("cpu"))
@@ -110,9 +95,8 @@ def train_copy_model(
 def _train(config: CopyTaskConfig, ranks: Ranks, device: torch.device, progress: bool,
            on_step: Callable[[TrainState, float], None] | None = None,
            distributed: bool = False) -> tuple[EncoderDecoder, FitProgress]:
-    """Build the model from `config.seed` and train it on this process's share of the batches;
-    with `distributed`, wrapped in `DistributedDataParallel`, each process with its own
-    dropout masks."""
+    """Build the model from `config.seed` and train it on this process's batches; with
+    `distributed`, in `DistributedDataParallel`, each process with its own dropout masks."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(config.seed)  # the same initial weights on every process
         model = make_model_from_config(config.model).to(device)
@@ -138,7 +122,7 @@ def _train(config: CopyTaskConfig, ranks: Ranks, device: torch.device, progress:
     return model.eval(), done
 
 
-class _OnStep:
+class _OnStep(Callback):
     """A function `on_step(counts, loss)` as a callback of `fit`."""
 
     def __init__(self, function: Callable[[TrainState, float], None]) -> None:
@@ -147,23 +131,16 @@ class _OnStep:
     def on_step(self, progress: FitProgress) -> None:
         self.function(progress.counts, progress.loss)
 
-    def on_end(self, progress: FitProgress) -> None:
-        pass
-
 
 def exact_match(
     model: EncoderDecoder, src: torch.Tensor, *, use_cache: bool = True
 ) -> tuple[float, torch.Tensor]:
-    """Greedy-decode `src` and count the rows copied exactly.
-
-    Decoding starts from the start symbol `1` (not from the padding id `0`, as some versions
-    of the source code do) and produces `seq_len` tokens, the start symbol included. The model
-    is put in eval mode.
+    """Greedy-decode `src` in eval mode, from the start symbol `1` (not the padding id `0`, as
+    some versions of the source code do), and count the rows copied exactly.
 
     Args:
         model: the trained model.
-        src: sequences `(n, seq_len)` from
-            [`heldout_sequences`][vanilla_transformer.data.copy_task.heldout_sequences].
+        src: sequences `(n, seq_len)`, e.g. from `heldout_sequences`.
         use_cache: decode with the key/value cache (same tokens, faster).
 
     Returns:
@@ -187,10 +164,8 @@ def exact_match(
 
 def shard_batches(vocab: int, batch_size: int, nbatches: int, *, rank: int, world_size: int,
                   seq_len: int = 10, seed: int = 0) -> Iterator[Batch]:
-    """This process's slice of the copy-task batches: of the global batches of `batch_size *
-    world_size` sequences that [`data_gen`][vanilla_transformer.data.copy_task.data_gen] draws
-    with `seed` on every process, the rows `rank * batch_size` to `(rank + 1) * batch_size - 1`.
-    The slices are disjoint, and together they are the batches one process would draw.
+    """This process's rows of the global batches of `batch_size * world_size` sequences that
+    `data_gen` draws with `seed`: disjoint slices that together are one process's batches.
 
     Raises:
         ValueError: if `rank` is not in `[0, world_size)` or a size is not positive.
@@ -215,10 +190,9 @@ def shard_batches(vocab: int, batch_size: int, nbatches: int, *, rank: int, worl
 
 @dataclass
 class DistributedRun:
-    """What [`train_distributed`][vanilla_transformer.training.copy_task.train_distributed]
-    returns on each process: the model (unwrapped, in eval mode), the mean loss per token of
-    every step over all processes' tokens (the same on each), this process's `rank` of
-    `world_size`, the `backend` and this process's counts."""
+    """What `train_distributed` returns on each process: the unwrapped model in eval mode,
+    every step's loss over all processes' tokens, `rank` of `world_size`, the `backend` and
+    this process's counts."""
 
     model: EncoderDecoder
     losses: list[float] = field(default_factory=list)
@@ -231,13 +205,10 @@ class DistributedRun:
 def train_distributed(config: CopyTaskConfig | None = None, *, backend: str | None = None,
                       progress: bool = False,
                       timeout: float | datetime.timedelta = DEFAULT_TIMEOUT) -> DistributedRun:
-    """Train the copy task in this process of a data-parallel job started by `torchrun` (or
-    [`run_local`][vanilla_transformer.training.copy_task.run_local]), with `config.batch_size`
-    sequences **per process**.
-
-    It joins the process group unless one is joined already (and then leaves it again); see
-    [`join`][vanilla_transformer.training.ranks.join]. With dropout 0 the result equals
-    `train_copy_model` in one process with `batch_size * world_size` sequences, up to rounding.
+    """Train the copy task in this process of a `torchrun` (or `run_local`) job, with
+    `config.batch_size` sequences **per process**, joining the process group unless one is
+    joined. With dropout 0 it equals `train_copy_model` with `batch_size * world_size`
+    sequences, up to rounding.
 
     Args:
         config: the run's settings; the defaults if `None`.
@@ -246,13 +217,9 @@ def train_distributed(config: CopyTaskConfig | None = None, *, backend: str | No
         timeout: seconds (or a `timedelta`) a process waits for the others.
 
     Raises:
-        RuntimeError: if the environment does not describe a distributed job.
-        ValueError: if `timeout` is not positive. TypeError: if it is not a number or a
-            `timedelta`.
+        RuntimeError: outside a distributed job. ValueError: for a bad `timeout`.
 
     Examples:
-        A world of one process, set up by hand as `torchrun` would:
-
         >>> import os
         >>> from unittest import mock
         >>> from vanilla_transformer.training import COPY_MODEL, CopyTaskConfig
@@ -296,17 +263,15 @@ def _local_worker(rank: int, world_size: int, port: int, config: CopyTaskConfig,
 
 def run_local(config: CopyTaskConfig | None = None, world_size: int = 2, *, threads: int = 1,
               timeout: float | datetime.timedelta = DEFAULT_TIMEOUT) -> list[dict[str, Any]]:
-    """Run [`train_distributed`][vanilla_transformer.training.copy_task.train_distributed] in
-    `world_size` local CPU processes (gloo on 127.0.0.1) of `threads` threads, without
-    `torchrun`: one dict per process, in rank order, with its `losses`, `state_dict` and
-    `train_state` (a dict).
+    """Run `train_distributed` in `world_size` local CPU processes (gloo) of `threads` threads,
+    without `torchrun`: per process, in rank order, a dict of its `losses`, `state_dict` and
+    `train_state`.
 
     Raises:
         torch.multiprocessing.ProcessRaisedException: if a process fails.
 
     Examples:
-        Two processes of 4 sequences each, compared with one process of 8 (this starts two
-        Python processes, so it takes a few seconds):
+        Two processes of 4 sequences each against one process of 8:
 
         ```python
         from vanilla_transformer.training import COPY_MODEL, CopyTaskConfig, train_copy_model

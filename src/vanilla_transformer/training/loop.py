@@ -30,15 +30,12 @@ for code written against the Annotated Transformer."""
 
 
 class TrainingDiverged(ValueError):  # noqa: N818 - a public name since 0.1
-    """A loss or a gradient became NaN or infinite: training stops before that update.
-
-    A `ValueError`, so code that caught the loop's earlier error still catches it; the
-    command line tells it apart (a runtime failure, exit status 1, not bad input).
+    """A loss or a gradient became NaN or infinite: training stops before that update. A
+    `ValueError`, as the loop's earlier error was.
 
     Attributes:
-        reason: what was not finite, e.g. `"the loss is nan"` or `"a gradient is not finite"`.
-        keywords: the arguments the message names (`factor`), for a command line to turn into
-            its flags.
+        reason: what was not finite, e.g. `"the loss is nan"`.
+        keywords: the arguments the message names (`factor`), for a command line's flags.
     """
 
     def __init__(self, message: str, reason: str = "", keywords: Sequence[str] = ()) -> None:
@@ -63,13 +60,11 @@ def gradients_are_finite(parameters: Iterable[torch.Tensor]) -> bool:
 
 @dataclass
 class TrainState:
-    """Counts kept by [`run_epoch`][vanilla_transformer.training.loop.run_epoch] across calls.
+    """Counts kept by `run_epoch` across calls.
 
     Attributes:
-        step: training batches processed (forward and backward passes).
-        accum_step: optimizer updates made (one per accumulation window).
-        samples: training sequences seen.
-        tokens: training target tokens seen (padding excluded).
+        step: training batches. accum_step: optimizer updates (one per window).
+        samples: training sequences. tokens: training target tokens, padding excluded.
 
     Examples:
         >>> from vanilla_transformer.training import TrainState
@@ -90,7 +85,7 @@ def _windows(data_iter: Iterable[Any], size: int) -> Iterator[list[Any]]:
 
 
 def _data_parallel_ranks(model: nn.Module) -> int:
-    """The number of ranks whose gradients `model` averages: 1 unless it is wrapped in DDP."""
+    """How many ranks' gradients `model` averages: 1 unless it is wrapped in DDP."""
     if isinstance(model, torch.nn.parallel.DistributedDataParallel):
         return torch.distributed.get_world_size(model.process_group)
     return 1
@@ -137,8 +132,7 @@ def _window(
     bar: Any,
     seen: int,
 ) -> tuple[float, int]:
-    """Forward (and backward) the batches of one window: `(loss sum, target tokens)`, over
-    every rank's batches when `ranks > 1`."""
+    """Forward (and backward) one window: `(loss sum, target tokens)` of every rank's batches."""
     window_tokens = sum(int(b.ntokens) for b in window)
     # with K ranks, DistributedDataParallel averages K gradients: each rank divides its loss
     # by the tokens of all ranks, times K, to get the global mean
@@ -195,42 +189,34 @@ def run_epoch(
     scaler: torch.amp.GradScaler | None = None,
     check_gradients: bool = True,
 ) -> tuple[float, TrainState]:
-    """Run one pass over `data_iter`, training or evaluating.
+    """Run one pass over `data_iter`, training or evaluating (the model's mode is not changed).
 
-    Batches are taken `accum_iter` at a time (a *window*). In training, each batch's loss is
-    divided by the target tokens of the whole window before `backward()`, so the accumulated
-    gradient is that of the mean loss per token over the window; then the optimizer and the
-    scheduler step once (a last, shorter window too). Under `DistributedDataParallel` the
-    divisor counts the tokens of **all** processes (one `all_reduce` per window), so `K`
-    processes of one batch each compute what one process computes with `accum_iter=K`.
-    The model's mode is not changed: call `model.train()` or `model.eval()` first.
+    Batches come `accum_iter` at a time (a *window*); each loss is divided by the window's
+    target tokens before `backward()`, then the optimizer and scheduler step once. Under
+    `DistributedDataParallel` the divisor counts **all** processes' tokens (one `all_reduce`
+    a window), so `K` processes of one batch compute what one does with `accum_iter=K`.
 
     Args:
-        data_iter: batches with `src`, `tgt`, `src_mask`, `tgt_mask`, `tgt_y` and `ntokens`
-            (e.g. [`data_gen`][vanilla_transformer.data.copy_task.data_gen]'s).
+        data_iter: batches with `src`, `tgt`, `src_mask`, `tgt_mask`, `tgt_y` and `ntokens`.
         model: called as `model(src, tgt, src_mask, tgt_mask)`, possibly wrapped in DDP.
-        loss_compute: `loss_compute(out, tgt_y, norm) -> (loss_sum, loss_sum / norm)`, like
-            [`SimpleLossCompute`][vanilla_transformer.training.loss.SimpleLossCompute].
-        optimizer: required in training modes. scheduler: stepped after each optimizer step.
-        mode: `"train"` (or its alias `"train+log"`) or `"eval"` (no graph, no update).
+        loss_compute: `(out, tgt_y, norm) -> (loss_sum, loss_sum / norm)`, like
+            `SimpleLossCompute`.
+        optimizer: required in training. scheduler: stepped after each optimizer step.
+        mode: one of `MODES`; `"eval"` builds no graph and updates nothing.
         accum_iter: batches per optimizer step.
-        train_state: counts to continue from (updated in place); a new one if `None`.
-        progress: show a tqdm bar on stderr; `total` and `desc` are its length and label.
-        on_step: called after every optimizer step as `on_step(train_state, loss)`, with the
-            window's mean loss per token.
-        autocast: a context entered around each forward pass and loss (`None`: full precision).
-        scaler: a `torch.amp.GradScaler` for float16; a window whose gradients overflow is
-            skipped while the scaler lowers its scale.
-        check_gradients: check that every gradient is finite before each update (one host
-            sync per window).
+        train_state: counts to continue (updated in place).
+        progress: a tqdm bar on stderr, of length `total` and label `desc`.
+        on_step: called after every update as `on_step(train_state, window's mean loss)`.
+        autocast: a context around each forward pass and loss (`None`: full precision).
+        scaler: a `GradScaler` for float16; a window that overflows is skipped.
+        check_gradients: check every gradient is finite before each update (one host sync).
 
     Returns:
         `(loss, train_state)`: the mean loss per target token over the pass, and the counts.
 
     Raises:
-        ValueError: for an unknown `mode`, a non-positive `accum_iter`, training without an
-            optimizer, or no batches. `TrainingDiverged` (a `ValueError`) for a loss, or with
-            `check_gradients` a gradient, that is not finite, before the update.
+        ValueError: for a bad `mode` or `accum_iter`, training without an optimizer, or no
+            batches. `TrainingDiverged` for a loss or gradient that is not finite.
 
     Examples:
         >>> from vanilla_transformer.training import LabelSmoothing, SimpleLossCompute, run_epoch
@@ -296,12 +282,9 @@ _END = object()
 
 @dataclass
 class FitProgress:
-    """Where [`fit`][vanilla_transformer.training.loop.fit] is, as its callbacks see it: the
-    optimizer steps done in all (resumed ones included), the loss of every step, the training
-    seconds in all, why training ends early (`stop`, set by a callback: `""` while it does not,
-    or a reason such as `"interrupted"`, `"time"` or `"patience"`) and `run_epoch`'s counts
-    of this call.
-    """
+    """Where `fit` is, as its callbacks see it: optimizer steps, every step's loss and the
+    seconds, resumed ones included; `stop`, a callback's reason to end early (`""` while
+    none); and `run_epoch`'s counts of this call."""
 
     step: int = 0
     losses: list[float] = field(default_factory=list)
@@ -331,13 +314,10 @@ def fit(
     total: int | None = None,
     desc: str | None = None,
 ) -> FitProgress:
-    """Train `model` on `batches` (one `run_epoch` pass), calling each callback's
-    `on_step(progress)` after every optimizer step and `on_end(progress)` at the end.
-
-    No batch is drawn after a callback sets `progress.stop`. The model is put in training mode.
-    `progress` is where a resumed run starts (its steps, losses and seconds); `bar`, `total` and
-    `desc` are `run_epoch`'s progress bar, and the other arguments are
-    [`run_epoch`][vanilla_transformer.training.loop.run_epoch]'s.
+    """Train `model` on `batches` (one `run_epoch` pass in training mode), calling the
+    callbacks after every optimizer step; no batch is drawn once one sets `progress.stop`.
+    `progress` is where a resumed run starts; `bar` is `run_epoch`'s `progress`, and the other
+    arguments are `run_epoch`'s.
 
     Examples:
         >>> from vanilla_transformer.training import LabelSmoothing, SimpleLossCompute

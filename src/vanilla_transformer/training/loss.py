@@ -24,6 +24,7 @@ import torch
 from torch import nn
 
 from .._checks import check_positive_int, reads_values
+from ..config.model import check_int, check_probability
 from ..data.batching import collate_batch
 
 if TYPE_CHECKING:
@@ -32,18 +33,12 @@ if TYPE_CHECKING:
 __all__ = ['LabelSmoothing', 'label_smoothed_kl', 'SimpleLossCompute', 'teacher_forced_nll']
 
 
-
 def _check_smoothing(size: int, padding_idx: object, smoothing: object, size_name: str) -> None:
-    """Raise unless `padding_idx` is a class of `size` and `smoothing` fits: `[0, 1)`, and at
-    least one class to spread it over besides the correct one and padding."""
-    if isinstance(padding_idx, bool) or not isinstance(padding_idx, int):
-        raise TypeError(f"padding_idx must be an int, got {padding_idx!r}")
-    if not 0 <= padding_idx < size:
+    """Raise unless `padding_idx` is a class of `size` and `smoothing` in [0, 1) has a class
+    to spread over besides the label and padding."""
+    if not 0 <= check_int("padding_idx", padding_idx, 0) < size:
         raise ValueError(f"padding_idx must be in [0, {size}), got {padding_idx}")
-    if isinstance(smoothing, bool) or not isinstance(smoothing, (int, float)):
-        raise TypeError(f"smoothing must be a float in [0, 1), got {smoothing!r}")
-    if not 0.0 <= smoothing < 1.0:
-        raise ValueError(f"smoothing must be in [0, 1), got {smoothing}")
+    smoothing = check_probability(smoothing, "smoothing")
     if smoothing > 0 and size < 3:
         raise ValueError(
             f"smoothing={smoothing} is spread over {size_name} - 2 classes (all but the correct "
@@ -51,8 +46,8 @@ def _check_smoothing(size: int, padding_idx: object, smoothing: object, size_nam
         )
 
 def _check_rows(x: torch.Tensor, target: torch.Tensor, x_name: str, size: int | None) -> None:
-    """Raise unless `x` is `(rows, size)` and `target` holds `rows` class ids in `[0, size)`
-    (the ids read only where that costs no host sync)."""
+    """Raise unless `x` is `(rows, size)` and `target` `rows` ids in `[0, size)` (read only
+    where that costs no host sync)."""
     if x.dim() != 2 or (size is not None and x.size(1) != size):
         raise ValueError(f"{x_name} must have shape (rows, {size or 'V'}), got "
                          f"{tuple(x.shape)}")
@@ -69,24 +64,12 @@ def _check_rows(x: torch.Tensor, target: torch.Tensor, x_name: str, size: int | 
 
 
 class LabelSmoothing(nn.Module):
-    r"""KL-divergence loss against a label-smoothed target distribution (the Annotated
-    Transformer's form; the paper's section 5.4 gives only $\epsilon_{ls}$).
+    r"""KL-divergence loss against a label-smoothed target, built row by row.
 
-    For a row whose correct class is $y$, the target distribution puts $1 - \epsilon$ on $y$,
-    nothing on the padding class, and spreads $\epsilon$ evenly over the other `size - 2` classes,
-    so every row of the target sums to 1. Rows whose target *is* the padding id get an all-zero
-    target and contribute exactly zero to the loss. The loss is the sum over every entry of
-    $t \, (\log t - x)$, where $t$ is the target and $x$ the model's log-probability, with
-    entries where $t = 0$ counted as zero (even where $x = -\infty$).
-
-    With `smoothing=0` this is the negative log-likelihood summed over the non-padding rows.
-
-    Compared with the Annotated Transformer's version, which sums `nn.KLDivLoss`: an entry
-    whose target is 0 adds exactly 0 even where the model's log-probability is $-\infty$
-    (`nn.KLDivLoss` gives NaN there, for instance for a padding row the model rules out),
-    padding rows are zeroed with a boolean mask that works for any number of them, the input's
-    size is checked, and `smoothing > 0` with fewer than 3 classes is refused instead of
-    dividing by zero.
+    A row whose label is a padding id gets an all-zero target and adds exactly 0. Unlike the
+    Annotated Transformer's `nn.KLDivLoss` sum, an entry whose target is 0 adds 0 even where
+    the log-probability is $-\infty$ (no NaN), any number of padding rows is zeroed, and
+    `smoothing > 0` with fewer than 3 classes is refused instead of dividing by zero.
 
     Args:
         size: number of classes (the target vocabulary size).
@@ -130,8 +113,7 @@ class LabelSmoothing(nn.Module):
             target: class ids `(rows,)`.
 
         Returns:
-            A scalar tensor: the loss summed over rows (divide by the number of tokens for a
-            mean).
+            A scalar tensor: the loss summed over rows.
 
         Raises:
             ValueError: if `x` is not `(rows, size)`, `target` not `(rows,)`, or (read where
@@ -167,11 +149,8 @@ def _xlogx(p: float) -> float:
 
 
 class _LabelSmoothedKL(torch.autograd.Function):
-    """The summed KL divergence to the smoothed target, from three numbers per row.
-
-    The gradient with respect to the log-probabilities is minus the target distribution (times
-    the incoming gradient), so the backward pass writes it directly and saves only `target`.
-    """
+    """The summed KL divergence to the smoothed target; the backward pass writes the gradient,
+    minus the target, directly and saves only `target`."""
 
     @staticmethod
     def forward(
@@ -216,42 +195,30 @@ def label_smoothed_kl(
     r"""The loss of [`LabelSmoothing`][vanilla_transformer.training.loss.LabelSmoothing], without
     building the `(rows, V)` target distribution.
 
-    For a row with label $y \ne$ `padding_idx`, with $c = 1 - \epsilon$ and
-    $s = \epsilon / (V - 2)$, the target is $t_y = c$, $t_{pad} = 0$ and $t_j = s$ elsewhere, so
+    With $c = 1 - \epsilon$ and $s = \epsilon / (V - 2)$ the target is $t_y = c$,
+    $t_{pad} = 0$ and $t_j = s$ elsewhere, so
 
-    $$KL(t \,\|\, p) = \sum_j t_j \log t_j - \sum_j t_j x_j
-      = H - c\, x_y - s \Big(\sum_{j \ne pad} x_j - x_y\Big),$$
+    $$KL(t \,\|\, p) = H - c\, x_y - s \Big(\sum_{j \ne pad} x_j - x_y\Big),
+      \quad H = c \log c + (V - 2)\, s \log s.$$
 
-    where $H = c \log c + (V - 2)\, s \log s$ is the same for every row. Only the label's
-    log-probability and the row's sum are read; the target is never built, and the backward pass
-    writes the gradient $-t$ directly, so the loss needs no `(rows, V)` memory of its own beyond
-    that gradient. Rows whose target is `padding_idx` contribute 0, and the padding column is never
-    read into the sum (it may hold $-\infty$).
-
-    Relation to PyTorch: for $C = V - 1$ classes, logits `z` for the classes that are not padding
-    and `x` those log-probabilities with a padding column of $-\infty$ inserted,
-    `label_smoothed_kl(x, t, pad, ε)` equals
-    `F.cross_entropy(z, t', ignore_index=..., reduction="sum", label_smoothing=ε·C/(C−1))`
-    plus $H$ for every row that is not padding (`t'` is `t` renumbered without the padding
-    class): both put $1 - \epsilon$ on the label and $\epsilon / (C - 1)$ on each other class.
+    Only the label's log-probability and the row's sum are read, and the backward pass writes
+    the gradient $-t$ directly. It equals `F.cross_entropy` over the $C = V - 1$ classes that
+    are not padding with `label_smoothing=ε·C/(C−1)`, plus $H$ per row that is not padding.
 
     Args:
-        log_probs: log-probabilities `(rows, V)` (e.g. `(batch * tgt_len, vocab)`), floating point.
-        target: class ids `(rows,)`, an integer tensor.
-        padding_idx: the padding id, in `[0, V)`; it never receives probability mass.
-        smoothing: $\epsilon_{ls}$, in [0, 1); with 0 this is the negative log-likelihood summed
-            over the rows that are not padding.
+        log_probs: floating-point log-probabilities `(rows, V)`.
+        target: integer class ids `(rows,)`.
+        padding_idx: the padding id, in `[0, V)`.
+        smoothing: $\epsilon_{ls}$, in [0, 1); 0 gives the summed negative log-likelihood.
 
     Returns:
-        A scalar tensor: the loss summed over rows, in `log_probs`' dtype, or float32 for
-        float16 and bfloat16 inputs (a sum over `V` halves overflows).
+        A scalar tensor: the loss summed over rows, in float32 for half-precision inputs.
 
     Raises:
-        ValueError: if `log_probs` is not 2-D, `target` is not `(rows,)`, `padding_idx` is not in
-            `[0, V)`, `smoothing` is outside [0, 1), `smoothing > 0` with `V < 3`, or, for CPU
-            tensors outside `torch.compile`, a target id is outside `[0, V)`.
-        TypeError: if an argument is not a tensor, `log_probs` is not floating point, `target`
-            is not an integer tensor, `padding_idx` is not an int or `smoothing` not a number.
+        ValueError: for a wrong shape, `padding_idx` or `smoothing`, `smoothing > 0` with
+            `V < 3`, or (on the CPU outside `torch.compile`) a target id outside `[0, V)`.
+        TypeError: for a non-tensor, non-float `log_probs`, non-integer `target`, or a
+            `padding_idx` or `smoothing` of the wrong type.
 
     Examples:
         >>> from vanilla_transformer.training import LabelSmoothing, label_smoothed_kl
@@ -280,11 +247,9 @@ class SimpleLossCompute:
     """Apply the generator and a criterion to decoder states, and normalise the loss.
 
     Args:
-        generator: maps decoder states `(batch, tgt_len, d_model)` to log-probabilities
-            `(batch, tgt_len, vocab)` (the model's `generator`).
-        criterion: a summed loss over `(rows, vocab)` log-probabilities and `(rows,)` targets,
-            such as [`LabelSmoothing`][vanilla_transformer.training.loss.LabelSmoothing] or
-            `functools.partial(label_smoothed_kl, padding_idx=..., smoothing=...)`.
+        generator: decoder states `(batch, tgt_len, d_model)` to log-probabilities.
+        criterion: a summed loss of `(rows, vocab)` log-probabilities and `(rows,)` targets,
+            such as `LabelSmoothing` or a `functools.partial` of `label_smoothed_kl`.
 
     Examples:
         >>> from vanilla_transformer.training import LabelSmoothing, SimpleLossCompute
@@ -308,13 +273,12 @@ class SimpleLossCompute:
         """Compute the loss of decoder states `x` against target ids `y`.
 
         Args:
-            x: decoder states `(batch, tgt_len, d_model)`.
-            y: target ids `(batch, tgt_len)`.
-            norm: what to divide the summed loss by, usually the number of non-padding tokens.
+            x: decoder states `(batch, tgt_len, d_model)`. y: target ids `(batch, tgt_len)`.
+            norm: what the sum is divided by, usually the tokens that are not padding.
 
         Returns:
-            `(loss_sum, loss_node)`: the summed loss, detached (for logging), and the summed loss
-            divided by `norm`, still attached to the graph (call `.backward()` on it).
+            `(loss_sum, loss_node)`: the sum, detached (for logging), and the sum over `norm`,
+            attached to the graph.
 
         Raises:
             ValueError: if `norm` is not positive.
@@ -329,20 +293,15 @@ class SimpleLossCompute:
 @torch.no_grad()
 def teacher_forced_nll(model: EncoderDecoder, pairs: Sequence[tuple[Sequence[int], Sequence[int]]], *,
                        pad: int, bos: int, eos: int, batch_size: int = 64) -> float:
-    r"""The mean negative log-likelihood per target token of `pairs` under `model`, teacher
-    forced: $-\frac{1}{T} \sum_t \log p(y_t \mid y_{<t}, x)$ over every target token and the
-    end symbol, with no label smoothing; its exponential is the perplexity.
-
-    The source gets `eos` and the target `bos ... eos`, as in training. The pairs go through
-    the model in eval mode (no dropout), sorted by length, `batch_size` at a time, on the
-    model's device; the model's mode is restored afterwards.
+    r"""The mean negative log-likelihood per target token (end symbol included) of `pairs`,
+    teacher forced, without smoothing: $-\frac{1}{T} \sum_t \log p(y_t \mid y_{<t}, x)$,
+    whose exponential is the perplexity. Run in eval mode on the model's device, sorted by
+    length; the model's mode is restored.
 
     Args:
-        model: an `EncoderDecoder` (called as `model(src, tgt, src_mask, tgt_mask)`, with a
-            `generator` that returns log-probabilities).
-        pairs: `(source ids, target ids)` without special tokens.
-        pad: the padding id. bos: the start symbol. eos: the end symbol.
-        batch_size: sentences per forward pass.
+        model: an `EncoderDecoder`.
+        pairs: `(source ids, target ids)` without special tokens (added as in training).
+        pad, bos, eos: the special ids. batch_size: sentences per forward pass.
 
     Returns:
         The mean over the target tokens, in nats (`nan` for no pairs).

@@ -1,10 +1,8 @@
 """Where a training process runs: the one way to join `torchrun`'s process group and talk
 between processes, the device and its mixed precision, and whether a model fits there.
 
-With one process every collective of [`Ranks`][vanilla_transformer.training.ranks.Ranks] is a
-no-op that returns its argument, so the copy task and the translator read the same with or
-without `torchrun`. A process waits `DEFAULT_TIMEOUT` seconds for the others (to join, or in a
-collective) unless told otherwise; see [`join`][vanilla_transformer.training.ranks.join].
+With one process every collective of `Ranks` returns its argument, so the copy task and the
+translator read the same with or without `torchrun`.
 """
 
 from __future__ import annotations
@@ -29,8 +27,8 @@ __all__ = ["DEFAULT_TIMEOUT", "RefusalError", "ProcessZeroError", "Ranks", "chec
 
 
 class RefusalError(ValueError):
-    """A run refused; `keywords` are the arguments its message names as `name` or `name=value`
-    (a command line turns them into its flags)."""
+    """A run refused; `keywords` are the arguments its message names (for a command line's
+    flags)."""
 
     def __init__(self, message: str, *keywords: str) -> None:
         super().__init__(message)
@@ -38,17 +36,12 @@ class RefusalError(ValueError):
 
 
 class ProcessZeroError(ValueError):
-    """Process 0's refusal of a run, raised again on the other processes (where a command
-    line stays quiet: process 0 has said it)."""
+    """Process 0's refusal of a run, raised again on the other processes."""
 
 
 def check_timeout(timeout: object) -> datetime.timedelta:
-    """`timeout` (seconds or a `timedelta`) as a `timedelta`.
-
-    Raises:
-        ValueError: if it is not positive and finite. TypeError: if it is not a number or a
-            `timedelta`.
-    """
+    """`timeout` (seconds or a `timedelta`) as a `timedelta`; a `ValueError` unless positive
+    and finite, a `TypeError` for another type."""
     if isinstance(timeout, datetime.timedelta):
         seconds = timeout.total_seconds()
     elif isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
@@ -62,7 +55,7 @@ def check_timeout(timeout: object) -> datetime.timedelta:
 
 
 def default_backend() -> str:
-    """`"nccl"` when CUDA and NCCL are available, else `"gloo"` (which works on the CPU).
+    """`"nccl"` when CUDA and NCCL are available, else `"gloo"`.
 
     Examples:
         >>> default_backend() in ("nccl", "gloo")
@@ -85,14 +78,9 @@ def free_port() -> int:
 
 
 def leave(together: bool) -> None:
-    """Destroy the default process group; after a barrier when every rank leaves `together`.
-
-    A gloo worker thread frees a collective's tensors after the collective has returned, and
-    it needs the interpreter lock to do so. If the process is already shutting down by then,
-    the thread is stopped inside C++ and the process aborts (SIGABRT) after all its work is
-    done. The barrier lets the threads finish before the group goes; it is skipped after an
-    error of one rank, which the other ranks may never meet at a barrier.
-    """
+    """Destroy the default process group, after a barrier when every rank leaves `together`:
+    a gloo thread still freeing a collective's tensors at shutdown aborts the process. After
+    one rank's error the others may never meet at a barrier, so there is none."""
     if together:
         dist.barrier()
     dist.destroy_process_group()
@@ -150,17 +138,12 @@ def join(distributed: bool, timeout: float | datetime.timedelta, device: torch.d
          outside: Exception | None = None) -> tuple[Ranks, bool, torch.device]:
     """`(ranks, whether this call started the process group, this process's device)`.
 
-    Without `distributed`, one process on `device`. With it, the process group that `torchrun`
-    describes in the environment, joined unless one is already: `backend`, by default NCCL
-    when `device` is CUDA and gloo otherwise; under NCCL each process takes
-    `cuda:LOCAL_RANK`. A process waits `timeout` for the others, `DEFAULT_TIMEOUT` (10
-    minutes) by default: long enough for process 0 to validate while the others wait, shorter
-    than PyTorch's 30 minutes for a process that has stalled.
+    Without `distributed`, one process on `device`. With it, `torchrun`'s process group,
+    joined unless one is: `backend`, by default NCCL on CUDA and gloo otherwise (under NCCL
+    each process takes `cuda:LOCAL_RANK`). A process waits `timeout` for the others.
 
     Raises:
-        ValueError: (or `outside`) if `distributed` is asked for outside `torchrun` (no `RANK`
-            and `WORLD_SIZE` in the environment); if `timeout` is not positive and finite.
-            TypeError: if it is not a number of seconds or a `timedelta`.
+        ValueError: (or `outside`) for `distributed` outside `torchrun`, or a bad `timeout`.
     """
     wait = check_timeout(timeout)
     if not distributed:
@@ -181,10 +164,8 @@ def join(distributed: bool, timeout: float | datetime.timedelta, device: torch.d
 
 
 def resolve_device(device: str | torch.device) -> torch.device:
-    """The device `device` names: `"auto"` is CUDA when available, else the CPU.
-
-    Raises:
-        ValueError: for an unknown name, or `"cuda"` on a machine without a GPU.
+    """The device `device` names (`"auto"`: CUDA when available); a `ValueError` for an
+    unknown name or `"cuda"` without a GPU.
 
     Examples:
         >>> resolve_device("cpu")
@@ -203,10 +184,8 @@ def resolve_device(device: str | torch.device) -> torch.device:
 
 
 def amp_context(device: torch.device, amp: str) -> contextlib.AbstractContextManager[Any]:
-    """The autocast context of a mixed-precision mode (`AMP_MODES`) on `device`.
-
-    Raises:
-        ValueError: for an unknown mode, or `fp16` off CUDA.
+    """The autocast context of a mixed-precision mode (`AMP_MODES`) on `device`; a
+    `ValueError` for an unknown mode or `fp16` off CUDA.
 
     Examples:
         >>> with amp_context(torch.device("cpu"), "bf16"):

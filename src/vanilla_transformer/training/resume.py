@@ -1,11 +1,9 @@
 """How a translator's run starts: its arguments checked, its folder owned, and what it trains
-with, read from the folder only as far as its files agree (the settings, the tokenizer, the
-model's sizes, the newest checkpoint).
+with, read from the folder only as far as its files agree.
 
 A new run is accepted (`accept`) only once its data are read and its model sized; before that,
-a refusal or a stop leaves the folder as it was. A resumed run refuses anything that would
-change its model or its data (unless `new_data`), and a missing fingerprint is a refusal, not
-a skipped check.
+a refusal or a stop leaves the folder as it was. A resumed run refuses a change of model or of
+data (unless `new_data`); a missing fingerprint is a refusal, not a skipped check.
 """
 
 from __future__ import annotations
@@ -74,16 +72,14 @@ def _settings(saved: dict[str, Any], key: str, build: Callable[[dict[str, Any]],
                          f"settings ({error})") from None
 
 
-def prepare_new(preset: str | None, model_options: dict[str, Any], config: TranslationConfig,
-                options: dict[str, Any], sample: Sequence[tuple[str, str]]) -> Prepared:
+def prepare_new(call: TrainCall, sample: Sequence[tuple[str, str]]) -> Prepared:
     """A new run: the preset's sizes and a tokenizer learned from `sample`."""
-    preset = preset or settings.DEFAULT_PRESET
-    tokenizer = train_tokenizer([s for pair in sample for s in pair], config.vocab_size)
+    preset = call.preset or settings.DEFAULT_PRESET
+    tokenizer = train_tokenizer([s for pair in sample for s in pair], call.config.vocab_size)
     vocab = tokenizer.vocab_size
-    sizes = {**settings.TRANSLATION_PRESETS[preset], **model_options}
-    model_config = ModelConfig(src_vocab=vocab, tgt_vocab=vocab, **sizes)
-    return Prepared(preset, model_config, config, RunOptions(**{**settings.RUN_OPTIONS, **options}),
-                    tokenizer)
+    sizes = {**settings.TRANSLATION_PRESETS[preset], **call.model_options}
+    return Prepared(preset, ModelConfig(src_vocab=vocab, tgt_vocab=vocab, **sizes), call.config,
+                    RunOptions(**{**settings.RUN_OPTIONS, **call.options}), tokenizer)
 
 
 def prepare_follower(folder: Path, resume: bool, restart_data: bool) -> Prepared:
@@ -131,11 +127,9 @@ def _data_changed(saved: Any, fingerprint: dict[str, Any], new_data: bool) -> bo
         "new_data")
 
 
-def prepare_resumed(folder: Path, *, preset: str | None, model_options: dict[str, Any],
-                    config: TranslationConfig, changes: dict[str, Any],
-                    options: dict[str, Any], fingerprint: dict[str, Any],
-                    new_data: bool) -> Prepared:
+def prepare_resumed(call: TrainCall) -> Prepared:
     """What a resumed run continues with, after refusing a change to the saved model or data."""
+    folder, config, changes = call.folder, call.config, call.changes
     saved = read_run_config(folder)
     paths = files.checkpoint_paths(folder)
     if not paths:
@@ -148,7 +142,7 @@ def prepare_resumed(folder: Path, *, preset: str | None, model_options: dict[str
     tokenizer = load_trained_tokenizer(folder / files.TOKENIZER_FILE)
     model_config = ModelConfig.from_dict(state["config"])
     saved_preset = saved.get("preset") or settings.DEFAULT_PRESET
-    _check_same_model(model_config, preset, saved_preset, model_options)
+    _check_same_model(model_config, call.preset, saved_preset, call.model_options)
     training = _settings(saved, "training", TranslationConfig.from_dict, folder).to_dict()
     if config != TranslationConfig():
         training.update(max_steps=config.max_steps, max_minutes=config.max_minutes)
@@ -160,8 +154,8 @@ def prepare_resumed(folder: Path, *, preset: str | None, model_options: dict[str
     if "max_minutes" not in changes and not config.max_minutes:
         training["max_minutes"] = None  # a time limit is for one call
     run_options = _settings(saved, "options", lambda d: RunOptions.from_dict(
-        {**settings.RUN_OPTIONS, **d, **options}), folder)
-    restart = _data_changed(saved.get("data"), fingerprint, new_data)
+        {**settings.RUN_OPTIONS, **d, **call.options}), folder)
+    restart = _data_changed(saved.get("data"), call.fingerprint, call.new_data)
     return Prepared(saved_preset, model_config, TranslationConfig(**training), run_options,
                     tokenizer, state, restart)
 
@@ -279,17 +273,13 @@ def _remove_new(folder: Path, before: set[str]) -> None:
 
 
 def _prepare(call: TrainCall) -> Prepared:
-    if call.resume:
-        prepared = prepare_resumed(
-            call.folder, preset=call.preset, model_options=call.model_options,
-            config=call.config, changes=call.changes, options=call.options,
-            fingerprint=call.fingerprint, new_data=call.new_data)
-        call.log(f"resuming from step {prepared.state['step']} of "  # type: ignore[index]
-                 f"{prepared.config.max_steps}")
-        return prepared
-    sample = (sample_tsv(call.train, TOKENIZER_SAMPLE, seed=call.config.seed)
-              if isinstance(call.train, Path) else call.train)
-    return prepare_new(call.preset, call.model_options, call.config, call.options, sample)
+    if not call.resume:
+        return prepare_new(call, sample_tsv(call.train, TOKENIZER_SAMPLE, seed=call.config.seed)
+                           if isinstance(call.train, Path) else call.train)
+    prepared = prepare_resumed(call)
+    call.log(f"resuming from step {prepared.state['step']} of "  # type: ignore[index]
+             f"{prepared.config.max_steps}")
+    return prepared
 
 
 def accept(call: TrainCall, ranks: Ranks, prepared: Prepared, accepted: list[bool]) -> None:

@@ -1,16 +1,9 @@
-"""A run folder: the rules that keep one training run's files whole, and what they are trusted for.
+"""A run folder: which folder a run may write, what a new run clears, and how its settings,
+its log and its trained model are read back, trusted only as far as its files agree.
 
-- One writer at a time: the writer holds the lock file `.lock`, which names its process id; a
-  lock that names no live process is taken over.
-- A new run never replaces an old one unless told to (`overwrite`), and only once it is
-  accepted; a refused run leaves the folder as it found it.
-- Every file but `metrics.jsonl` and the lock is written atomically; the next writer removes
-  the temporaries a kill leaves.
-- Its files are trusted only as far as they agree: the settings' shape and the data's and the
-  tokenizer's fingerprints are checked, and a missing fingerprint is a refusal.
-
-The names and formats of the files are [`checkpoints`][vanilla_transformer.training.checkpoints]'.
-Explained on the [Training a real translator][translator-guide] page.
+One process writes it at a time (`RunLock`); its files' names and formats are
+[`checkpoints`][vanilla_transformer.training.checkpoints]'. Explained on the
+[Training a real translator][translator-guide] page.
 """
 
 from __future__ import annotations
@@ -29,34 +22,20 @@ from .._io import remove_entry as remove_entry
 from ..data.tokenizer import check_tokenizer_file as check_tokenizer_file
 from ..data.tokenizer import load_trained_tokenizer
 from ..data.translation_batches import file_fingerprint as file_fingerprint
-from .checkpoints import (
-    CHECKPOINTS,
-    CONFIG_FILE,
-    IDS_FOLDER,
-    LOCK_FILE,
-    METRICS_FILE,
-    MODEL_FILE,
-    STAGED_IDS,
-    TENSORBOARD_FOLDER,
-    TOKENIZER_FILE,
-    checkpoint_paths,
-    load_checkpoint,
-    load_model_state,
-    load_train_state,
-    naming,
-)
+from . import checkpoints as files
 from .ranks import RefusalError
 
 if TYPE_CHECKING:
     from ..data.tokenizer import SharedTokenizer
     from ..model.encoder_decoder import EncoderDecoder
 
-# the files' names and formats are checkpoints'; the tokenizer's check and the fingerprint
-# are data's, imported here for older code
+# RunLock and remove_entry are _io's, the tokenizer's check and the fingerprint data's:
+# imported here for older code
 __all__ = ["RunLock", "is_run_folder", "remove_stale_temporaries", "remove_entry",
            "check_folder", "clear_run", "read_run_config", "metrics_writer", "load_translator"]
 
-_RUN_FILES = (MODEL_FILE, TOKENIZER_FILE, CONFIG_FILE, METRICS_FILE, CHECKPOINTS, LOCK_FILE)
+_RUN_FILES = (files.MODEL_FILE, files.TOKENIZER_FILE, files.CONFIG_FILE, files.METRICS_FILE,
+              files.CHECKPOINTS, files.LOCK_FILE)
 
 
 def is_run_folder(path: str | os.PathLike[str]) -> bool:
@@ -76,7 +55,7 @@ def is_run_folder(path: str | os.PathLike[str]) -> bool:
 
 def _temporary(name: str) -> bool:
     """Whether a name is a writer's temporary, or the ids a replacing run staged."""
-    return is_temporary(name) or name == STAGED_IDS
+    return is_temporary(name) or name == files.STAGED_IDS
 
 
 def remove_stale_temporaries(path: str | os.PathLike[str]) -> list[Path]:
@@ -94,7 +73,7 @@ def remove_stale_temporaries(path: str | os.PathLike[str]) -> list[Path]:
     """
     folder = Path(os.fspath(path))
     removed = []
-    for place in (folder, folder / CHECKPOINTS):
+    for place in (folder, folder / files.CHECKPOINTS):
         if place.is_dir():
             for tmp in sorted(p for p in place.iterdir() if _temporary(p.name)):
                 remove_entry(tmp)
@@ -120,9 +99,9 @@ def check_folder(path: Path, *, resume: bool, overwrite: bool) -> None:
     if resume:
         if not is_run_folder(path):
             raise ValueError(f"cannot resume: {str(path)!r} is not a run folder (no "
-                             f"{CONFIG_FILE}, {TOKENIZER_FILE} or {CHECKPOINTS}/)")
+                             f"{files.CONFIG_FILE}, {files.TOKENIZER_FILE} or {files.CHECKPOINTS}/)")
         return
-    leftovers = [p.name for p in path.iterdir() if p.name != LOCK_FILE
+    leftovers = [p.name for p in path.iterdir() if p.name != files.LOCK_FILE
                  and not _temporary(p.name)] if path.is_dir() else []
     if leftovers and not overwrite:
         raise RefusalError(f"output folder {str(path)!r} is not empty (it holds "
@@ -133,9 +112,9 @@ def check_folder(path: Path, *, resume: bool, overwrite: bool) -> None:
 
 def clear_run(folder: Path) -> None:
     """Remove the files of a previous run (for `overwrite`), leaving other files alone."""
-    for name in (MODEL_FILE, TOKENIZER_FILE, CONFIG_FILE, METRICS_FILE):
+    for name in (files.MODEL_FILE, files.TOKENIZER_FILE, files.CONFIG_FILE, files.METRICS_FILE):
         (folder / name).unlink(missing_ok=True)
-    for name in (CHECKPOINTS, IDS_FOLDER, TENSORBOARD_FOLDER):
+    for name in (files.CHECKPOINTS, files.IDS_FOLDER, files.TENSORBOARD_FOLDER):
         if (folder / name).is_dir():
             shutil.rmtree(folder / name)
 
@@ -144,11 +123,10 @@ _SHAPE = {"training": dict, "model": dict, "options": dict, "data": dict}
 
 
 def read_run_config(folder: Path) -> dict[str, Any]:
-    """The settings in `config.json`, their shape checked: one `ValueError` naming the file
-    for anything that is not what a run writes."""
-    path = folder / CONFIG_FILE
+    """The settings in `config.json`: one `ValueError` naming the file for a wrong shape."""
+    path = folder / files.CONFIG_FILE
     if not path.is_file():
-        raise RefusalError(f"cannot resume: {str(folder)!r} lacks {CONFIG_FILE}, which holds the "
+        raise RefusalError(f"cannot resume: {str(folder)!r} lacks {files.CONFIG_FILE}, which holds the "
                       "run's settings; start again with overwrite=True", "overwrite")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -179,7 +157,7 @@ def metrics_writer(path: Path, keep_up_to: int | None) -> Callable[[dict[str, An
         atomic_write(path, lambda f: f.write(text))
 
     def write(entry: dict[str, Any]) -> None:
-        with naming(path), open(path, "a", encoding="utf-8") as f:
+        with files.naming(path), open(path, "a", encoding="utf-8") as f:
             f.write(json.dumps(entry) + "\n")
 
     return write
@@ -196,13 +174,11 @@ def load_translator(
     run: str | os.PathLike[str], checkpoint: str = "averaged", device: str = "cpu"
 ) -> tuple[EncoderDecoder, SharedTokenizer]:
     """`(model, tokenizer)` of a run folder, the model in eval mode on `device` (`"cpu"`,
-    `"cuda"` or `"auto"`): with `checkpoint="averaged"` the final model (`model.pt`), with
-    `"last"` the newest training checkpoint.
+    `"cuda"` or `"auto"`): `model.pt` (`"averaged"`) or the newest checkpoint (`"last"`).
 
     Raises:
-        ValueError: if `run` is not a trained run folder, `tokenizer.json` holds parts that
-            training never writes, or `model.pt` does not hold the tokenizer it was trained
-            with, or holds another one than `tokenizer.json`.
+        ValueError: if `run` is not a trained run folder, or its `tokenizer.json` holds parts
+            that training never writes or is not the one `model.pt` holds.
     """
     path = Path(os.fspath(run))
     if checkpoint not in ("averaged", "last"):
@@ -212,20 +188,20 @@ def load_translator(
     target = resolve_device(device)
     if not path.is_dir():
         raise ValueError(f"{str(path)!r} is not a trained model: no such folder")
-    if not (path / TOKENIZER_FILE).is_file() or not (path / MODEL_FILE).is_file():
-        raise ValueError(f"{str(path)!r} is not a trained model: it lacks {TOKENIZER_FILE} or "
-                         f"{MODEL_FILE} (a run that has finished training holds both)")
-    tokenizer_path, model_path = str(path / TOKENIZER_FILE), str(path / MODEL_FILE)
+    if not (path / files.TOKENIZER_FILE).is_file() or not (path / files.MODEL_FILE).is_file():
+        raise ValueError(f"{str(path)!r} is not a trained model: it lacks {files.TOKENIZER_FILE} or "
+                         f"{files.MODEL_FILE} (a run that has finished training holds both)")
+    tokenizer_path, model_path = str(path / files.TOKENIZER_FILE), str(path / files.MODEL_FILE)
     try:
-        model, metadata = load_checkpoint(path / MODEL_FILE)
+        model, metadata = files.load_checkpoint(path / files.MODEL_FILE)
     except (OSError, ValueError) as error:
         reason = " ".join(str(error).split())
         raise ValueError(f"{model_path!r} is not a model checkpoint ({reason})") from None
     embedded = metadata.get("tokenizer")
     if not isinstance(embedded, str):
         raise ValueError(f"{model_path!r} does not hold the tokenizer it was trained with, so "
-                         f"{TOKENIZER_FILE} cannot be checked against it")
-    tokenizer = load_trained_tokenizer(path / TOKENIZER_FILE)
+                         f"{files.TOKENIZER_FILE} cannot be checked against it")
+    tokenizer = load_trained_tokenizer(path / files.TOKENIZER_FILE)
     if not _same_tokenizer(embedded, tokenizer.tokenizer.to_str()):
         raise ValueError(f"{tokenizer_path!r} is not the tokenizer {model_path!r} was trained "
                          "with; restore the run's own tokenizer.json")
@@ -234,8 +210,8 @@ def load_translator(
         raise ValueError(f"{tokenizer_path!r} has {tokenizer.vocab_size} ids but the model "
                          f"only {vocab}")
     if checkpoint == "last":
-        paths = checkpoint_paths(path)
+        paths = files.checkpoint_paths(path)
         if not paths:
             raise ValueError(f"{str(path)!r} has no training checkpoints")
-        load_model_state(model, load_train_state(paths[-1])["model"], str(paths[-1]))
+        files.load_model_state(model, files.load_train_state(paths[-1])["model"], str(paths[-1]))
     return model.to(target).eval(), tokenizer

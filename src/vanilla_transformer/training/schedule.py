@@ -8,22 +8,13 @@ Taught in the lesson [Training][recipe]; used on the
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import nn
 
 from .._checks import check_positive_int
+from ..config.model import check_int, check_number
 
 __all__ = ['rate', 'make_optimizer']
-
-
-def _check_positive_number(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a positive number, got {value!r} ({type(value).__name__})")
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be a positive finite number, got {value}")
-    return float(value)
 
 
 def rate(step: int, model_size: int, factor: float, warmup: int) -> float:
@@ -31,23 +22,18 @@ def rate(step: int, model_size: int, factor: float, warmup: int) -> float:
 
     $$lrate = factor \cdot d_{model}^{-0.5} \cdot \min(step^{-0.5},\ step \cdot warmup^{-1.5})$$
 
-    `factor` is the Annotated Transformer's extra multiplier; the paper's formula has none, so
-    `factor = 1` gives the paper's rate.
-
-    It grows linearly for the first `warmup` steps and then decays with the inverse square root
-    of the step; the peak, at `step == warmup`, is `factor / sqrt(model_size * warmup)`.
-    `torch.optim.lr_scheduler.LambdaLR` calls its function with step `0` before the first
-    update, where the formula would divide by zero: step `0` is treated as step `1`. Give the
-    optimizer a base learning rate of `1.0` so that `LambdaLR`'s multiplier *is* the rate.
+    It peaks at `step == warmup`, at `factor / sqrt(model_size * warmup)`. `LambdaLR` asks for
+    step `0` before the first update, which is treated as step `1`; give the optimizer a base
+    learning rate of `1.0` so that `LambdaLR`'s multiplier *is* the rate.
 
     Args:
         step: the optimizer step, an int >= 0.
         model_size: `d_model`.
-        factor: a constant scale (the Annotated Transformer's; `1` is the paper's formula).
-        warmup: number of warm-up steps (the paper uses 4000).
+        factor: the Annotated Transformer's extra scale (`1` is the paper's formula).
+        warmup: warm-up steps (the paper's 4000).
 
     Returns:
-        The learning rate, a float.
+        The learning rate.
 
     Raises:
         TypeError: if an argument has the wrong type.
@@ -66,12 +52,9 @@ def rate(step: int, model_size: int, factor: float, warmup: int) -> float:
         >>> opt.param_groups[0]["lr"] == rate(0, 512, 1.0, 4000)
         True
     """
-    if isinstance(step, bool) or not isinstance(step, int):
-        raise TypeError(f"step must be an int, got {step!r} ({type(step).__name__})")
-    if step < 0:
-        raise ValueError(f"step must be >= 0, got {step}")
+    check_int("step", step, 0)
     check_positive_int("model_size", model_size)
-    factor = _check_positive_number("factor", factor)
+    factor = check_number("factor", factor)
     check_positive_int("warmup", warmup)
     step = max(step, 1)  # LambdaLR starts at step 0, where step ** -0.5 is undefined
     return factor * model_size**-0.5 * min(step**-0.5, step * warmup**-1.5)
@@ -83,22 +66,18 @@ def make_optimizer(
     r"""The paper's optimizer (section 5.3): Adam with $\beta_1 = 0.9$, $\beta_2 = 0.98$,
     $\epsilon = 10^{-9}$, and the [`rate`][vanilla_transformer.training.schedule.rate] schedule.
 
-    The optimizer's base learning rate is `1.0`, so the scheduler's multiplier is the learning
-    rate itself. Call `scheduler.step()` after every `optimizer.step()`
-    ([`run_epoch`][vanilla_transformer.training.loop.run_epoch] does).
+    Call `scheduler.step()` after every `optimizer.step()` (`run_epoch` does).
 
     Args:
-        model: the module whose parameters to train.
-        d_model: the model width used by the schedule.
-        factor: the schedule's extra multiplier (`1`, the default, is the paper's rate).
-        warmup: the schedule's warm-up steps.
+        model: the module to train. d_model: the width the schedule uses.
+        factor, warmup: the schedule's (`rate`'s).
 
     Returns:
         `(optimizer, scheduler)`.
 
     Raises:
-        ValueError: if `d_model`, `factor` or `warmup` is not positive.
-        TypeError: if one of them has the wrong type.
+        ValueError: if `d_model`, `factor` or `warmup` is not positive. TypeError: if one of
+            them has the wrong type.
 
     Examples:
         >>> from vanilla_transformer.training import make_optimizer, rate

@@ -8,12 +8,8 @@ part of the run only (`AVERAGE_SPAN` of its steps):
 $$\theta_{avg} = \frac{1}{k} \sum_{i=1}^{k} \theta_{(i)}$$
 
 This module is the recipe; [`fit`][vanilla_transformer.training.loop.fit] runs it and its
-[`callbacks`][vanilla_transformer.training.callbacks] validate, checkpoint and log. Every
-checkpoint holds the model, the optimizer, the schedule, the random state and the position in
-the data, so a resumed run continues exactly where the uninterrupted one would be. The run
-folder has one writer at a time and is never replaced unless asked
-([`run_folder`][vanilla_transformer.training.run_folder]); a loss or gradient that is not
-finite stops the run before it reaches a file.
+[`callbacks`][vanilla_transformer.training.callbacks] validate, checkpoint and log. A checkpoint
+holds all a resumed run needs to continue exactly where the uninterrupted one would be.
 
 Explained on the [Training a real translator][translator-guide] page.
 """
@@ -71,24 +67,18 @@ __all__ = [
 
 @dataclass
 class TranslationRun:
-    """What [`train_translation`][vanilla_transformer.training.translation.train_translation]
-    returns.
+    """What `train_translation` returns.
 
     Attributes:
-        model: the final model (the average of the last checkpoints), in eval mode.
-        tokenizer: the shared vocabulary.
-        out: the run folder.
-        step: optimizer steps done in all.
-        losses: the training loss (mean per target token) of every step, resumed ones included.
-        history: one dict per checkpoint: `step`, `seconds`, `loss`, and on the first
-            `eval_size` validation pairs `valid_loss` (teacher forced, per target token, no
-            label smoothing) and `valid_ppl` (its exponential), and greedy-decoded,
-            `valid_exact` (exact match in percent), `valid_bleu` and `valid_chrf`.
-        seconds: training time in all, resumed runs included.
-        averaged: the steps of the checkpoints averaged into `model`.
-        stopped: why training ended before `max_steps`: `""` (it did not), `"interrupted"`
-            (`should_stop` said so), `"time"` (`max_minutes`) or `"patience"`.
-        skipped: training pairs left out because they do not fit the positional table.
+        model: the final model, in eval mode. tokenizer: the shared vocabulary. out: the run
+            folder.
+        step: optimizer steps in all. losses: every step's loss, resumed ones included.
+        history: one dict per checkpoint: `step`, `seconds`, `loss` and the `VALID_KEYS` of
+            the first `eval_size` validation pairs.
+        seconds: training time in all. averaged: the steps averaged into `model`.
+        stopped: why training ended before `max_steps`: `""` (it did not), `"interrupted"`,
+            `"time"` or `"patience"`.
+        skipped: training pairs left out, too long for the positional table.
     """
 
     model: EncoderDecoder
@@ -124,54 +114,35 @@ def train_translation(
     distributed: bool = False,
     timeout: float = DEFAULT_TIMEOUT,
 ) -> TranslationRun:
-    """Train a translator on `(source, target)` sentence pairs, writing the run to `out`.
-
-    `out` receives `tokenizer.json`, `config.json`, `metrics.jsonl`, `checkpoints/step-*.pt`
-    (every `save_every` steps and at the end, after a validation; the last `average` are kept)
-    and `model.pt`: the average of the kept checkpoints that lie in the last `AVERAGE_SPAN`
-    of the run (`averaging_window`; `log` says which), or with `keep_best` the best one.
-
-    A new run needs an empty folder, unless `overwrite`, which replaces the old run only once
-    the new one is accepted (its data read, its model sized); a refused run leaves the folder
-    as it found it, and one process at a time writes it (`RunLock`). `resume=True` continues
-    from the newest checkpoint with the saved tokenizer, model and settings (`changes`, and
-    `config`'s `max_steps` and `max_minutes`, replace saved settings). A TSV path is streamed:
-    the tokenizer learns from `TOKENIZER_SAMPLE` pairs of it, and it is tokenised once into
-    `out/ids/`, giving the same batches as its pairs in memory. Pairs longer than the
-    positional table are left out and counted.
-
-    With `distributed`, call it in every process of a `torchrun` job: one run with
-    `DistributedDataParallel`, where each step takes `accum_iter * processes` batches, and
-    process 0 prepares, validates and writes the folder.
+    """Train a translator on `(source, target)` pairs, writing the run folder `out`: the
+    tokenizer, the settings, `metrics.jsonl`, checkpoints every `save_every` steps (the last
+    `average` kept) and `model.pt`, the average of those in the last `AVERAGE_SPAN` of the run,
+    or with `keep_best` the best. A TSV path is streamed, tokenised once into `out/ids/`.
+    With `distributed`, call it in every process of a `torchrun` job; process 0 writes.
 
     Args:
         train_pairs: training pairs, or the path of a TSV file of them.
         valid_pairs: validation pairs (the first `eval_size` are scored at each checkpoint).
         out: the run folder (created if needed).
-        preset: a key of `TRANSLATION_PRESETS` (on resume, if given, the run's).
-        model_options: `ModelConfig` fields over the preset's (on resume, the run's).
+        preset: a key of `TRANSLATION_PRESETS`. model_options: `ModelConfig` fields over it.
         config: training settings (default `TranslationConfig()`).
         changes: `TranslationConfig` fields and `RUN_OPTIONS` to change on resume.
-        resume: continue the run in `out`. overwrite: replace it.
+        resume: continue the run in `out`. overwrite: replace it, once the new one is accepted.
         new_data: on resume, accept other training data (a new epoch starts).
         data_fingerprint: `{"size", "sha256"}` of the training data (default: computed).
-        should_stop: called after every step; when true, the run saves and returns with
-            `stopped="interrupted"`.
+        should_stop: asked after every step; true saves and stops (`"interrupted"`).
         device: `"cpu"`, `"cuda"` or `"auto"`. amp: one of `AMP_MODES`.
-        progress: show a progress bar on stderr.
-        log: called with one line at each checkpoint and one on what `model.pt` holds
-            (default: nothing is printed).
+        progress: a progress bar on stderr. log: gets a line at each checkpoint and at the end.
         distributed: train as one process of a `torchrun` job.
-        timeout: seconds a process waits for the others (`DEFAULT_TIMEOUT`).
+        timeout: seconds a process waits for the others.
 
     Returns:
         The [`TranslationRun`][vanilla_transformer.training.translation.TranslationRun].
 
     Raises:
         ValueError: before anything is written, for bad arguments, data, sizes or folders, or
-            a resume that does not fit the run; a `RefusalError` lists the arguments it names
-            in `keywords`.
-        TrainingDiverged: if a loss or a gradient is not finite (nothing is written from it).
+            a resume that does not fit the run (a `RefusalError` names its `keywords`).
+        TrainingDiverged: if a loss or a gradient is not finite.
 
     Examples:
         >>> import tempfile
@@ -338,9 +309,8 @@ def _final(call: TrainCall, ranks: Ranks, prepared: Prepared, model: EncoderDeco
 def _write_final_model(model: nn.Module, folder: Path, tokenizer: SharedTokenizer, step: int,
                        average: int, keep_best: bool, log: Callable[[str], None]
                        ) -> tuple[list[int], str | None]:
-    """Load the best checkpoint, or the average of the last ones (`averaging_window`), into
-    `model` and write it as `model.pt`: `(the steps it comes from, None)`, or `(steps, why it
-    was not written)`."""
+    """Load the best or the averaged checkpoints into `model`, and write `model.pt`: `(steps
+    it comes from, why it was not written or None)`."""
     best_path = folder / files.CHECKPOINTS / files.BEST_FILE
     if keep_best and best_path.is_file():
         best_model, meta = files.load_checkpoint(best_path)
@@ -361,7 +331,7 @@ def _write_final_model(model: nn.Module, folder: Path, tokenizer: SharedTokenize
 
 
 def _averaging_line(kept: list[int], averaged: list[int]) -> str:
-    """What `model.pt` holds: the checkpoints it averages, or why it holds only the last."""
+    """The line on what `model.pt` averages, or why only the last checkpoint."""
     start = math.ceil(averaged[-1] * (1 - files.AVERAGE_SPAN))
     steps = ", ".join(map(str, averaged))
     if len(averaged) > 1:
