@@ -9,6 +9,7 @@ from typing import Any
 def values() -> dict[str, Any]:
     data = json.loads(Path("benchmarks/results/deploy_ct2.json").read_text())
     out: dict[str, Any] = {"version": data["ctranslate2"], "repeats": data["repeats"],
+                           "load": data["load_average_at_start"], "machine": data["machine"],
                            **data["parity"]}
     for run in data["runs"]:
         key = f"{run['compute_type']}_{'greedy' if run['beam'] == 1 else 'beam'}"
