@@ -152,3 +152,21 @@ def test_catalogs_help_imports_no_torch():
     done = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True,
                           text=True)
     assert done.returncode == 0 and "--locale-dir" in done.stdout, done.stderr
+
+
+def test_a_file_longer_than_the_sample_is_counted_by_its_lines(locale, tmp_path, capsys,
+                                                               monkeypatch):
+    from vanilla_transformer.cli import translate_train
+
+    with_end, without_end = tmp_path / "a.tsv", tmp_path / "b.tsv"
+    with_end.write_bytes(b"a\tb\n" * 3)
+    without_end.write_bytes(b"a\tb\n" * 2 + b"a\tb")
+    assert translate_train._count_pairs(str(with_end)) == 3
+    assert translate_train._count_pairs(str(without_end)) == 3
+    data = tmp_path / "data"
+    assert main(_catalogs(locale, data)) == 0
+    monkeypatch.setattr(translate_train, "SAMPLE", 5)  # 32 training pairs: more than the sample
+    capsys.readouterr()
+    assert main(["translate", "train", "--train", str(data / "train.tsv"), "--valid",
+                 str(data / "valid.tsv"), "--out", str(tmp_path / "run"), *TINY]) == 0
+    assert "preset paper-small (32 pairs, under 500,000)" in capsys.readouterr().out
