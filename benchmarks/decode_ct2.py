@@ -34,6 +34,7 @@ import datetime
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -153,6 +154,7 @@ def cli_seconds(sentences: list[str], beam: int, threads: int, repeats: int) -> 
         many.write_text("\n".join(sentences) + "\n", encoding="utf-8")
         one.write_text(sentences[0] + "\n", encoding="utf-8")
         times: dict[str, list[float]] = {"all": [], "one_line": []}
+        cpu: dict[str, list[float]] = {"all": [], "one_line": []}
         for _ in range(repeats):
             for name, path in (("all", many), ("one_line", one)):
                 out = Path(tmp, f"out-{name}.txt")
@@ -160,14 +162,21 @@ def cli_seconds(sentences: list[str], beam: int, threads: int, repeats: int) -> 
                 cmd = [exe, "translate", str(TRANSLATOR), "--input", str(path), "--output",
                        str(out), "--beam", str(beam), "--threads", str(threads),
                        "--no-progress"]
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
                 seconds, done = timed(lambda cmd=cmd: subprocess.run(cmd, capture_output=True))
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
                 if done.returncode != 0:
                     raise SystemExit(f"{' '.join(cmd)} failed: {done.stderr.decode()}")
                 times[name].append(seconds)
+                cpu[name].append(after.ru_utime + after.ru_stime
+                                 - before.ru_utime - before.ru_stime)
     return {"command": (f"vanilla-transformer translate docs/assets/translator --input FILE "
                         f"--output OUT --beam {beam} --threads {threads} --no-progress"),
             "seconds_all": statistics.median(times["all"]),
-            "seconds_one_line": statistics.median(times["one_line"]), "runs": times}
+            "seconds_one_line": statistics.median(times["one_line"]),
+            "cpu_seconds_all": statistics.median(cpu["all"]),
+            "cpu_seconds_one_line": statistics.median(cpu["one_line"]), "runs": times,
+            "cpu_runs": cpu}
 
 
 def main() -> None:
@@ -264,7 +273,9 @@ def main() -> None:
                          for beam in args.beams}
         for name, entry in report["cli"].items():
             print(f"cli {name}: {entry['seconds_all']:.2f} s for {len(sources)} lines, "
-                  f"{entry['seconds_one_line']:.2f} s for one", flush=True)
+                  f"{entry['seconds_one_line']:.2f} s for one (CPU time "
+                  f"{entry['cpu_seconds_all']:.2f} s and {entry['cpu_seconds_one_line']:.2f} s)",
+                  flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {args.out}")

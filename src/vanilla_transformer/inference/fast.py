@@ -7,13 +7,18 @@ written to be read: beam search keeps its finished hypotheses in Python lists, o
 round trip per hypothesis. The two functions here run the same algorithm with every decision
 kept on the device:
 
-- the finished hypotheses of each sentence are a tensor of its `beam_size` best, merged with
-  each step's candidates by a stable sort, so ties go to the earlier hypothesis as in the
-  lists of `beam_search`;
+- the finished hypotheses of each sentence are a tensor of the `nbest` best so far, merged
+  with each step's candidates by a stable sort, so ties go to the earlier hypothesis as in
+  the lists of `beam_search`;
+- a sentence is done once no alive beam can beat its `nbest`-th finished hypothesis:
+  `beam_search` waits for the `beam_size`-th, which changes nothing in the best `nbest`
+  but costs steps;
 - each step copies one small tensor to the host (which rows are done, which scores are not
   finite): the step's only synchronisation;
 - a sentence that is done leaves the batch, its caches with it, so the steps that remain
-  work on the sentences still decoding.
+  work on the sentences still decoding;
+- the source attention's keys and values are projected once and shared by a sentence's
+  beams, and the first step runs one row a sentence, not `beam_size` copies of it.
 
 Each sentence may generate `max_lens[i] - 1` tokens, as if it were decoded alone with
 `max_len=max_lens[i]`: its output is that of `greedy_decode` or `beam_search` on that one
