@@ -177,3 +177,24 @@ def test_bad_calls_are_refused():
         batch_beam_search(model, src, mask, [5, 5], START, END)
     with pytest.raises(ValueError, match="not finite"):
         batch_greedy(model, src, mask, [5, 5], START, END)
+
+
+def test_a_model_the_batched_decoders_cannot_run_gets_the_readable_ones():
+    class Wrapped(torch.nn.Module):  # a sublayer connection of someone else's making
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, x, sublayer):
+            return self.inner(x, sublayer)
+
+    model = tiny(3)
+    layer = model.decoder.layers[0]
+    layer.sublayer[0] = Wrapped(layer.sublayer[0])
+    assert not supports_fast(model)
+    ids = sources(3, rows=4)
+    assert translate_ids(model, ids, beam_size=2, max_extra=2) == translate_ids(
+        model, ids, beam_size=2, max_extra=2, fast=False)
+    src, mask = batch(ids)
+    with pytest.raises(TypeError, match="make_model"):
+        batch_beam_search(model, src, mask, [4] * len(ids), START, END)
