@@ -5,6 +5,10 @@ and an output at most 50 tokens longer than its input. BLEU and chrF come from `
 is comparable with other papers' only under the same tokenization: the word BLEU of `"13a"`, not
 the character BLEU (`bleu_tokenize="char"`) that one-word sentences such as German numbers need.
 
+Sentences are sorted by length and decoded in batches by the batched decoders of
+[`inference.fast`][vanilla_transformer.inference.fast]; `fast=False` runs the readable
+`greedy_decode` and `beam_search` instead.
+
 Explained on the [Training a real translator][translator-guide] page.
 """
 
