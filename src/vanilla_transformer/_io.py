@@ -8,9 +8,9 @@ a run's `metrics.jsonl`, and the `--output` file of `translate RUN` while it tra
 standard input, are written in place a line at a time, so a kill can cut their last line
 short; a run folder's lock file is created in place.
 
-A folder has one writer at a time: [`RunLock`][vanilla_transformer._io.RunLock], whose lock
-file names the writer's process id, trusts nothing but a live process. A full disk is reported
-as `ENOSPC` naming the file, and the next writer removes the temporaries a kill left.
+A folder has one writer at a time: `RunLock`, whose lock file names the writer's process id,
+trusts nothing but a live process. A full disk is reported as `ENOSPC` naming the file, and
+the next writer removes the temporaries a kill left.
 """
 
 from __future__ import annotations

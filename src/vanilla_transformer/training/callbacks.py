@@ -20,17 +20,7 @@ from torch import nn
 
 from ..config import LOWER_IS_BETTER
 from ..data.translation_batches import encode_pairs
-from .checkpoints import (
-    BEST_FILE,
-    CHECKPOINTS,
-    METRICS_FILE,
-    TENSORBOARD_FOLDER,
-    checkpoint_paths,
-    model_state,
-    save_checkpoint,
-    save_train_state,
-    step_of,
-)
+from . import checkpoints as files
 from .loss import teacher_forced_nll
 from .ranks import Ranks
 from .run_folder import metrics_writer
@@ -100,14 +90,14 @@ class MetricsLog:
     def __init__(self, folder: Path, ranks: Ranks, optimizer: torch.optim.Optimizer, *,
                  every: int, resumed_at: int | None, tensorboard: bool) -> None:
         self.ranks, self.optimizer, self.every = ranks, optimizer, every
-        self.write = (metrics_writer(folder / METRICS_FILE, resumed_at) if ranks.rank == 0
+        self.write = (metrics_writer(folder / files.METRICS_FILE, resumed_at) if ranks.rank == 0
                       else None)
         self.board: Any = None
         if tensorboard and ranks.rank == 0:
             from torch.utils.tensorboard import SummaryWriter
 
             # a resumed run drops the events after its checkpoint, as metrics.jsonl its lines
-            self.board = SummaryWriter(str(folder / TENSORBOARD_FOLDER), purge_step=(
+            self.board = SummaryWriter(str(folder / files.TENSORBOARD_FOLDER), purge_step=(
                 None if resumed_at is None else resumed_at + 1))
         self.start, self.tokens_before, self.losses = time.perf_counter(), 0, list[float]()
 
@@ -165,37 +155,28 @@ class Validator:
     def __init__(self, model: EncoderDecoder, tokenizer: SharedTokenizer,
                  pairs: Sequence[tuple[str, str]],
                  score: Callable[..., TranslationScores] | None = None) -> None:
-        from ..data.tokenizer import BOS, EOS, PAD
-
         self.model, self.tokenizer, self.pairs = model, tokenizer, list(pairs)
         self.bleu_tokenize = auto_bleu_tokenize([t for _, t in self.pairs])
         self.score = score
         self.ids = encode_pairs(tokenizer, self.pairs) if self.pairs else []
-        self.special = {"pad": PAD, "bos": BOS, "eos": EOS}
-
-    def loss(self) -> dict[str, float]:
-        """`valid_loss` (nats per target token, teacher forced, no smoothing) and `valid_ppl`
-        (its exponential); `{}` without pairs."""
-        if not self.pairs:
-            return {}
-        loss = teacher_forced_nll(self.model, self.ids, **self.special)
-        ppl = math.exp(loss) if loss < 700 else math.inf  # past 700, exp overflows a float
-        return {"valid_loss": round(loss, 6), "valid_ppl": round(ppl, 4)}
 
     def scores(self) -> dict[str, float]:
-        """`valid_loss`, `valid_ppl`, `valid_exact` (percent), `valid_bleu` and `valid_chrf`;
-        `{}` without pairs."""
+        """`valid_loss` (teacher forced, in nats per target token, no smoothing), `valid_ppl`,
+        `valid_exact` (percent), `valid_bleu` and `valid_chrf`; `{}` without pairs."""
         if not self.pairs:
             return {}
+        from ..data.tokenizer import BOS, EOS, PAD
         from ..inference.evaluate import score_translations, translate_sentences
 
-        losses = self.loss()
+        loss = teacher_forced_nll(self.model, self.ids, pad=PAD, bos=BOS, eos=EOS)
+        ppl = math.exp(loss) if loss < 700 else math.inf  # past 700, exp overflows a float
         hyps = translate_sentences(self.model, self.tokenizer, [s for s, _ in self.pairs],
                                    beam_size=1)
         self.model.train()
         scores = (self.score or score_translations)(hyps, [t for _, t in self.pairs],
                                                     bleu_tokenize=self.bleu_tokenize)
-        return {**losses, "valid_exact": scores.exact_match, "valid_bleu": round(scores.bleu, 4),
+        return {"valid_loss": round(loss, 6), "valid_ppl": round(ppl, 4),
+                "valid_exact": scores.exact_match, "valid_bleu": round(scores.bleu, 4),
                 "valid_chrf": round(scores.chrf, 4)}
 
 
@@ -233,15 +214,15 @@ class CheckpointKeeper(Callback):
         key = f"valid_{self.keep_best}"
         best_before = best_entry(self.history, key)
         self.history.append(entry)
-        weights = {k: v.detach().cpu() for k, v in model_state(self.model).items()}
+        weights = {k: v.detach().cpu() for k, v in files.model_state(self.model).items()}
         rng = {"torch": rng_states[0], **({"ranks": rng_states} if self.ranks.size > 1 else {})}
-        save_train_state(self.folder / CHECKPOINTS / f"step-{progress.step:07d}.pt",
+        files.save_train_state(self.folder / files.CHECKPOINTS / f"step-{progress.step:07d}.pt",
                          model=weights, rng=rng, step=progress.step, seconds=progress.seconds,
                          losses=torch.tensor(progress.losses, dtype=torch.float64),
                          history=self.history, **self.state())
         if self.keep_best and key in entry and (
                 best_before is None or _sign(key) * (entry[key] - best_before[key]) > 0):
-            save_checkpoint(self.folder / CHECKPOINTS / BEST_FILE, self.model,
+            files.save_checkpoint(self.folder / files.CHECKPOINTS / files.BEST_FILE, self.model,
                             steps=progress.step, score={self.keep_best: entry[key]})
         self._prune()
         if "valid_loss" in entry:
@@ -254,12 +235,12 @@ class CheckpointKeeper(Callback):
                  f"({progress.seconds:.0f} s)")
 
     def _prune(self) -> None:
-        for old in checkpoint_paths(self.folder)[:-1]:
+        for old in files.checkpoint_paths(self.folder)[:-1]:
             # a stop between saves (an interrupt, a time limit) wrote an extra checkpoint;
             # once training has gone past it, it would skew the average: drop it
-            if step_of(old) % self.save_every:
+            if files.step_of(old) % self.save_every:
                 old.unlink()
-        for old in checkpoint_paths(self.folder)[: -self.average]:
+        for old in files.checkpoint_paths(self.folder)[: -self.average]:
             old.unlink()
 
 

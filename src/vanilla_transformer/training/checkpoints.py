@@ -23,6 +23,9 @@ from torch import nn
 from .._io import LOCK_FILE, naming, save_atomically, write_json
 from ..config import ModelConfig
 from ..model.encoder_decoder import EncoderDecoder, make_model_from_config
+from ..model.encoder_decoder import check_weights_fit_config as check_weights_fit_config
+from ..model.encoder_decoder import load_model_state as load_model_state
+from ..model.encoder_decoder import model_state as model_state
 
 __all__ = [
     "MODEL_FILE", "TOKENIZER_FILE", "CONFIG_FILE", "METRICS_FILE", "CHECKPOINTS", "LOCK_FILE",
@@ -101,86 +104,6 @@ def _check_plain(value: Any, where: str) -> None:
     else:
         for i, item in enumerate(value):
             _check_plain(item, f"{where}[{i}]")
-
-
-def _recomputed(name: str) -> bool:
-    """Whether a `state_dict` entry is the positional encoding's sinusoid table."""
-    return name == "pe" or name.endswith(".pe")
-
-
-def model_state(model: nn.Module) -> dict[str, torch.Tensor]:
-    """The model's `state_dict` without the buffers its configuration recomputes.
-
-    Examples:
-        >>> model = make_model(5, 5, N=1, d_model=16, d_ff=32, h=2)
-        >>> sorted(set(model.state_dict()) - set(model_state(model)))
-        ['src_embed.1.pe', 'tgt_embed.1.pe']
-    """
-    return {k: v for k, v in model.state_dict().items() if not _recomputed(k)}
-
-
-def load_model_state(
-    model: nn.Module, state: dict[str, torch.Tensor], name: str = "the state"
-) -> None:
-    """Load `state` into `model`, recomputed buffers optional (old files hold them).
-
-    Raises:
-        ValueError: if a parameter is missing, unexpected, or of the wrong shape, naming it.
-    """
-    try:
-        missing, unexpected = model.load_state_dict(state, strict=False)
-    except RuntimeError as error:
-        reason = " ".join(str(error).split())[:300]
-        raise ValueError(f"{name}: the saved weights do not fit the saved configuration "
-                         f"({reason})") from error
-    missing = [k for k in missing if not _recomputed(k)]
-    if missing or unexpected:
-        raise ValueError(f"{name}: the saved weights do not fit the saved configuration "
-                         f"(missing {missing[:3]}, unexpected {list(unexpected)[:3]})")
-
-
-def _layer_count(state: dict[str, Any], stack: str) -> int:
-    prefix = f"{stack}.layers."
-    indices = {int(k[len(prefix):].split(".", 1)[0]) for k in state if k.startswith(prefix)}
-    return max(indices) + 1 if indices else 0
-
-
-def check_weights_fit_config(
-    config: ModelConfig, state: dict[str, Any], name: str = "the file"
-) -> None:
-    """Check the sizes `config` claims against the weights' shapes before a model is built: a
-    `ValueError` names `name` and the first size that does not match.
-
-    Examples:
-        >>> model = make_model(5, 5, N=1, d_model=16, d_ff=32, h=2)
-        >>> check_weights_fit_config(model.config.replace(N=10_000), model.state_dict(), "m.pt")
-        Traceback (most recent call last):
-        ...
-        ValueError: m.pt: the saved weights do not fit the saved configuration: it says
-        N=10000 but the weights hold 1 encoder layers
-    """
-    def shape(key: str) -> tuple[int, ...] | None:
-        tensor = state.get(key)
-        return tuple(tensor.shape) if isinstance(tensor, torch.Tensor) else None
-
-    for stack in ("encoder", "decoder"):
-        layers = _layer_count(state, stack)
-        if layers != config.N:
-            raise ValueError(f"{name}: the saved weights do not fit the saved configuration: "
-                             f"it says N={config.N} but the weights hold {layers} {stack} "
-                             "layers")
-    claims = [
-        ("src_embed.0.lut.weight", (config.src_vocab, config.d_model), "src_vocab, d_model"),
-        ("tgt_embed.0.lut.weight", (config.tgt_vocab, config.d_model), "tgt_vocab, d_model"),
-        ("encoder.layers.0.feed_forward.w_1.weight", (config.d_ff, config.d_model),
-         "d_ff, d_model"),
-        ("src_embed.1.pe", (1, config.max_len, config.d_model), "1, max_len, d_model"),
-    ]
-    for key, expected, fields in claims:
-        found = shape(key)
-        if found is not None and found != expected:
-            raise ValueError(f"{name}: the saved weights do not fit the saved configuration: "
-                             f"it says ({fields}) = {expected} but {key} has shape {found}")
 
 
 def save_checkpoint(

@@ -60,17 +60,8 @@ def gradients_are_finite(parameters: Iterable[torch.Tensor]) -> bool:
 
 @dataclass
 class TrainState:
-    """Counts kept by `run_epoch` across calls.
-
-    Attributes:
-        step: training batches. accum_step: optimizer updates (one per window).
-        samples: training sequences. tokens: training target tokens, padding excluded.
-
-    Examples:
-        >>> from vanilla_transformer.training import TrainState
-        >>> TrainState()
-        TrainState(step=0, accum_step=0, samples=0, tokens=0)
-    """
+    """Counts kept by `run_epoch` across calls: training batches (`step`), optimizer updates
+    (`accum_step`), sequences (`samples`) and target tokens, padding excluded (`tokens`)."""
 
     step: int = 0
     accum_step: int = 0
@@ -207,9 +198,8 @@ def run_epoch(
         train_state: counts to continue (updated in place).
         progress: a tqdm bar on stderr, of length `total` and label `desc`.
         on_step: called after every update as `on_step(train_state, window's mean loss)`.
-        autocast: a context around each forward pass and loss (`None`: full precision).
-        scaler: a `GradScaler` for float16; a window that overflows is skipped.
-        check_gradients: check every gradient is finite before each update (one host sync).
+        autocast: a context around each forward pass and loss. scaler: a `GradScaler` for
+            float16. check_gradients: check gradients are finite before an update (a host sync).
 
     Returns:
         `(loss, train_state)`: the mean loss per target token over the pass, and the counts.
@@ -332,11 +322,8 @@ def fit(
     start = time.perf_counter() - progress.seconds
 
     def stream() -> Iterator[Any]:
-        iterator = iter(batches)
-        while not progress.stop:  # checked before a batch is drawn
-            batch = next(iterator, _END)
-            if batch is _END:
-                return
+        iterator = iter(batches)  # the stop is checked before a batch is drawn
+        while not progress.stop and (batch := next(iterator, _END)) is not _END:
             yield batch
 
     def on_step(state: TrainState, loss: float) -> None:

@@ -1,14 +1,10 @@
 r"""Label smoothing and the loss of a batch of decoder states.
 
 The paper's section 5.4 gives only $\epsilon_{ls} = 0.1$. The target here has the Annotated
-Transformer's form: for the correct class $y$ it puts $1 - \epsilon_{ls}$ on $y$, nothing on
-padding and $\epsilon_{ls} / (V - 2)$ on each other class; the loss is
-$KL(target \,\|\, p_{model})$.
-
-`LabelSmoothing` builds that target row by row, which shows the idea; `label_smoothed_kl`
-computes the same sum from three numbers per row and is what training uses. Validation measures
-`teacher_forced_nll`, the plain negative log-likelihood per target token (no smoothing), whose
-exponential is the perplexity.
+Transformer's form: $1 - \epsilon_{ls}$ on the correct class, nothing on padding and
+$\epsilon_{ls} / (V - 2)$ on each other class; the loss is $KL(target \,\|\, p_{model})$.
+`LabelSmoothing` builds that target row by row, which shows the idea; `label_smoothed_kl`,
+what training uses, needs three numbers per row. Validation measures `teacher_forced_nll`.
 
 Taught in the lesson [Training][training-lesson]; used on the
 [Training the copy task][training-guide] page.
@@ -106,19 +102,12 @@ class LabelSmoothing(nn.Module):
         self.true_dist: torch.Tensor | None = None
 
     def forward(self, x: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        """The summed KL divergence between the smoothed target and `x`.
-
-        Args:
-            x: log-probabilities `(rows, size)` (e.g. `(batch * tgt_len, vocab)`).
-            target: class ids `(rows,)`.
-
-        Returns:
-            A scalar tensor: the loss summed over rows.
+        """The KL divergence, summed over rows, between the smoothed target of class ids
+        `target` `(rows,)` and log-probabilities `x` `(rows, size)`.
 
         Raises:
-            ValueError: if `x` is not `(rows, size)`, `target` not `(rows,)`, or (read where
-                that costs no host sync) an id is outside `[0, size)` or `x` holds
-                probabilities rather than log-probabilities. TypeError: for non-integer ids.
+            ValueError: for a wrong shape, or (read where that costs no host sync) an id
+                outside `[0, size)` or probabilities in `x`. TypeError: for non-integer ids.
         """
         _check_rows(x, target, "x", self.size)
         if x.numel() and reads_values(x):
@@ -270,15 +259,9 @@ class SimpleLossCompute:
     def __call__(
         self, x: torch.Tensor, y: torch.Tensor, norm: float | int | torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Compute the loss of decoder states `x` against target ids `y`.
-
-        Args:
-            x: decoder states `(batch, tgt_len, d_model)`. y: target ids `(batch, tgt_len)`.
-            norm: what the sum is divided by, usually the tokens that are not padding.
-
-        Returns:
-            `(loss_sum, loss_node)`: the sum, detached (for logging), and the sum over `norm`,
-            attached to the graph.
+        """`(loss_sum, loss_node)` of decoder states `x` `(batch, tgt_len, d_model)` against
+        ids `y` `(batch, tgt_len)`: the sum, detached for logging, and the sum over `norm`
+        (usually the tokens that are not padding), attached to the graph.
 
         Raises:
             ValueError: if `norm` is not positive.

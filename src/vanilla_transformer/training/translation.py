@@ -1,9 +1,7 @@
-r"""Training a translator with the paper's whole recipe, resumable to the step.
-
-A shared byte-pair vocabulary (section 5.1), batches of about `max_tokens` tokens (5.1), Adam
-with $\beta = (0.9, 0.98)$, $\epsilon = 10^{-9}$ and the warm-up schedule (5.3), label smoothing
-0.1 (5.4), and at the end the average of the last $k$ checkpoints (6.1), taken from the last
-part of the run only (`AVERAGE_SPAN` of its steps):
+r"""Training a translator with the paper's whole recipe, resumable to the step: a shared
+byte-pair vocabulary and batches of about `max_tokens` tokens (section 5.1), Adam and the
+warm-up schedule (5.3), label smoothing (5.4), and at the end the average of the last $k$
+checkpoints (6.1), of the last `AVERAGE_SPAN` of the run only:
 
 $$\theta_{avg} = \frac{1}{k} \sum_{i=1}^{k} \theta_{(i)}$$
 
@@ -207,12 +205,8 @@ def _train(call: TrainCall, ranks: Ranks, prepared: Prepared,
         torch.manual_seed(config.seed + ranks.rank)  # other dropout masks than process 0's
     optimizer, scheduler = make_optimizer(model, model_config.d_model, factor=config.factor,
                                           warmup=config.warmup)
+    model.to(call.device)  # first: Adam's restored moments follow the parameters' device
     progress, position = restore(prepared, model, optimizer, scheduler, ranks, batches[0])
-    model.to(call.device)
-    for value in optimizer.state.values():  # Adam's moments follow the model
-        for key, tensor in value.items():
-            if isinstance(tensor, torch.Tensor) and key != "step":
-                value[key] = tensor.to(call.device)
     stream = BatchStream(batches, epoch=position[0], position=position[1], step=progress.step,
                          max_steps=config.max_steps, accum_iter=config.accum_iter,
                          rank=ranks.rank, size=ranks.size, device=call.device)
