@@ -38,6 +38,7 @@ import torch
 from torch import nn
 
 from .._checks import check_non_negative_int, check_positive_int
+from ..data.tokenizer import SPECIAL_TOKENS
 from ..model.attention import MultiHeadedAttention
 from ..model.embeddings import Embeddings, PositionalEncoding
 from ..model.encoder_decoder import EncoderDecoder
@@ -50,10 +51,6 @@ __all__ = ["QUANTIZATIONS", "export_ctranslate2", "ctranslate2_spec", "translate
 QUANTIZATIONS = (None, "float32", "int8", "int8_float32", "int16", "float16", "bfloat16",
                  "int8_float16", "int8_bfloat16")
 """The weight types `export_ctranslate2(..., quantization=...)` accepts (`None`: as trained)."""
-
-SPECIAL = ("<pad>", "<s>", "</s>", "<unk>")
-"""The package's special tokens, ids 0 to 3; CTranslate2's defaults name the last three."""
-
 
 def _array(tensor: torch.Tensor) -> Any:
     # a copy: CTranslate2 quantizes the arrays it is given in place, and .numpy() of a CPU
@@ -135,8 +132,9 @@ def _vocabulary(vocabulary: SharedTokenizer | Sequence[str], size: int) -> list[
     else:
         raise TypeError(f"vocabulary must be a SharedTokenizer or a list of token strings, got "
                         f"{type(vocabulary).__name__}")
-    if tuple(tokens[:4]) != SPECIAL:
-        raise ValueError(f"the vocabulary must start with {SPECIAL}, got {tuple(tokens[:4])}")
+    # <s>, </s> and <unk> are also CTranslate2's default names of its special tokens
+    if tuple(tokens[:4]) != SPECIAL_TOKENS:
+        raise ValueError(f"the vocabulary must start with {SPECIAL_TOKENS}, got {tuple(tokens[:4])}")
     if len(tokens) > size:
         raise ValueError(f"the vocabulary has {len(tokens)} tokens but the model only {size} ids")
     if len(set(tokens)) != len(tokens):
