@@ -134,13 +134,13 @@ def test_the_shipped_translator_decodes_the_same_both_ways(translator):
     from vanilla_transformer.data.numbers import DEFAULT_SIZES, number_pairs, split_numbers
 
     model, tokenizer = translator
-    pairs = number_pairs(split_numbers(DEFAULT_SIZES, seed=0)["test"][:300], "de")
+    pairs = number_pairs(split_numbers(DEFAULT_SIZES, seed=0)["test"][:200], "de")
     ids = [tokenizer.encode(s) + [END] for s, _ in pairs]
     for beam in (1, 4):
         fast = translate_ids(model, ids, beam_size=beam)
         assert fast == translate_ids(model, ids, beam_size=beam, fast=False)
     exact = sum(tokenizer.decode(row) == t for row, (_, t) in zip(fast, pairs))
-    assert exact >= 295  # the translator's test exact match is about 99.8 %
+    assert exact >= 197  # the translator's test exact match is about 99.8 %
 
 
 def test_nbest_comes_best_first_with_a_log_probability_a_piece(translator):
