@@ -10,10 +10,10 @@ from collections.abc import Iterator
 
 import torch
 
-from .._checks import check_positive_int, check_seed
+from .._checks import check_non_negative_int, check_positive_int, check_seed
 from .batching import Batch
 
-__all__ = ['START_SYMBOL', 'PAD', 'heldout_sequences', 'data_gen']
+__all__ = ['START_SYMBOL', 'PAD', 'heldout_sequences', 'data_gen', 'shard_batches']
 
 START_SYMBOL = 1
 """The first token of every copy-task sequence, and so the first decoder input."""
@@ -99,3 +99,28 @@ def data_gen(
         data = torch.randint(1, V, size=(batch_size, seq_len), generator=generator)
         data[:, 0] = 1
         yield Batch(data, data.clone(), pad=0)
+
+
+def shard_batches(vocab: int, batch_size: int, nbatches: int, *, rank: int, world_size: int,
+                  seq_len: int = 10, seed: int = 0) -> Iterator[Batch]:
+    """This process's rows of the global batches of `batch_size * world_size` sequences that
+    `data_gen` draws with `seed`: disjoint slices that together are one process's batches.
+
+    Raises:
+        ValueError: if `rank` is not in `[0, world_size)` or a size is not positive.
+
+    Examples:
+        >>> a = next(shard_batches(11, 2, 1, rank=0, world_size=2, seed=5)).src
+        >>> b = next(shard_batches(11, 2, 1, rank=1, world_size=2, seed=5)).src
+        >>> torch.equal(torch.cat([a, b]), next(data_gen(11, 4, 1, seed=5)).src)
+        True
+    """
+    check_positive_int("world_size", world_size)
+    check_non_negative_int("rank", rank)
+    if rank >= world_size:
+        raise ValueError(f"rank must be in [0, {world_size}), got {rank}")
+    check_positive_int("batch_size", batch_size)
+    lo, hi = rank * batch_size, (rank + 1) * batch_size
+    for batch in data_gen(vocab, batch_size * world_size, nbatches, seq_len=seq_len, seed=seed):
+        src = batch.src[lo:hi]
+        yield Batch(src, src.clone(), pad=PAD)

@@ -12,18 +12,17 @@ import functools
 import os
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 import torch.multiprocessing as mp
 
-from .._checks import check_non_negative_int, check_positive_int
+from .._checks import check_positive_int
 from .._io import atomic_torch_save
 from ..config import COPY_MODEL, DEFAULT_TIMEOUT, CopyTaskConfig
-from ..data.batching import Batch
-from ..data.copy_task import PAD, START_SYMBOL, data_gen
+from ..data.copy_task import PAD, START_SYMBOL, shard_batches
 from ..inference.greedy import greedy_decode
 from ..model.encoder_decoder import EncoderDecoder, make_model_from_config
 from .callbacks import Callback
@@ -34,7 +33,8 @@ from .schedule import make_optimizer
 
 __all__ = ['COPY_MODEL', 'CopyTaskConfig', 'CopyTaskRun', 'train_copy_model', 'exact_match',
            'shard_batches', 'DistributedRun', 'train_distributed', 'run_local']
-# COPY_MODEL and CopyTaskConfig live in vanilla_transformer.config; they are importable here too
+# COPY_MODEL and CopyTaskConfig live in vanilla_transformer.config, shard_batches in
+# vanilla_transformer.data.copy_task; they are importable here too
 
 
 @dataclass
@@ -160,32 +160,6 @@ def exact_match(
                             start_symbol=START_SYMBOL, use_cache=use_cache)
     accuracy = float((decoded == src).all(dim=1).float().mean())
     return accuracy, decoded
-
-
-def shard_batches(vocab: int, batch_size: int, nbatches: int, *, rank: int, world_size: int,
-                  seq_len: int = 10, seed: int = 0) -> Iterator[Batch]:
-    """This process's rows of the global batches of `batch_size * world_size` sequences that
-    `data_gen` draws with `seed`: disjoint slices that together are one process's batches.
-
-    Raises:
-        ValueError: if `rank` is not in `[0, world_size)` or a size is not positive.
-
-    Examples:
-        >>> from vanilla_transformer.training import shard_batches
-        >>> a = next(shard_batches(11, 2, 1, rank=0, world_size=2, seed=5)).src
-        >>> b = next(shard_batches(11, 2, 1, rank=1, world_size=2, seed=5)).src
-        >>> torch.equal(torch.cat([a, b]), next(data_gen(11, 4, 1, seed=5)).src)
-        True
-    """
-    check_positive_int("world_size", world_size)
-    check_non_negative_int("rank", rank)
-    if rank >= world_size:
-        raise ValueError(f"rank must be in [0, {world_size}), got {rank}")
-    check_positive_int("batch_size", batch_size)
-    lo, hi = rank * batch_size, (rank + 1) * batch_size
-    for batch in data_gen(vocab, batch_size * world_size, nbatches, seq_len=seq_len, seed=seed):
-        src = batch.src[lo:hi]
-        yield Batch(src, src.clone(), pad=PAD)
 
 
 @dataclass
