@@ -23,15 +23,18 @@ from __future__ import annotations
 
 import re
 import runpy
+import sys
 import traceback
 from pathlib import Path
 from typing import Any
 
-# mkdocs puts this folder on sys.path while it loads a hook
-from figures import seed_generators
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import PluginError
 from mkdocs.structure.pages import Page
+
+if str(Path(__file__).parent) not in sys.path:  # loaded by path, as mkdocs and the tests do
+    sys.path.append(str(Path(__file__).parent))
+from figures import seed_generators  # the figures hook, beside this file
 
 NUMBERS_DIR = "numbers"
 PLACEHOLDER = re.compile(r"\{\{\s*n\.(?P<script>\w+)\.(?P<key>\w+)(?::(?P<spec>[^}\s]*))?\s*\}\}")

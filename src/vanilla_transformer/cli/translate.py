@@ -125,11 +125,12 @@ _DESCRIPTIONS = {
               "--resume or --overwrite is given. Ctrl-C (or SIGTERM) stops after the current "
               "step with a checkpoint; a second one stops at once."),
     "eval": "Print BLEU, chrF and exact match of RUN on a TSV file.",
-    "export": ("Export RUN to ONNX: encoder.onnx, a one-step decoder.onnx with the "
-               "cross-attention weights, and the tokenizer, in DIR."),
+    "export": ("Export RUN to DIR with its tokenizer: as ONNX graphs (encoder.onnx, a "
+               "one-step decoder.onnx with the cross-attention weights) or, with --format "
+               "ctranslate2, as a CTranslate2 model."),
 }
 NEEDS = {"catalogs": (), "numbers": ("num2words",), "train": ("tokenizers", "sacrebleu"),
-         "eval": ("tokenizers", "sacrebleu"), "export": ("tokenizers", "onnx"),
+         "eval": ("tokenizers", "sacrebleu"), "export": ("tokenizers",),
          "run": ("tokenizers",)}
 """The optional packages each action needs (`cli.options.EXTRAS` names their extras); a
 missing one stops the action before it writes anything, with exit status 2."""
@@ -170,7 +171,7 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
             "numbers: write a number-words corpus (train/valid/test TSV). "
             "train: train a translator on source<TAB>target files of any parallel text. "
             "eval: print BLEU, chrF and exact match of a trained run on a TSV file. "
-            "export: write a trained run as ONNX graphs and its tokenizer. "
+            "export: write a trained run as ONNX graphs or a CTranslate2 model, with its tokenizer. "
             "RUN [TEXT ...]: translate TEXT (or each line of stdin, or --input) with a "
             "trained run. Run 'translate ACTION --help' for an action's options."
         ),

@@ -123,8 +123,9 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
                         help="onnx: encoder.onnx and a one-step decoder.onnx; ctranslate2: a "
                              "CTranslate2 model folder (default %(default)s)")
     parser.add_argument("--quantization", choices=("int8", "int8_float32", "int16", "float16"),
-                        default=None, help="--format ctranslate2 only: store the weights in "
-                                           "this type (default: float32, as trained)")
+                        default=None, metavar="TYPE",
+                        help="--format ctranslate2 only: store the weights as int8, int8_float32, "
+                             "int16 or float16 (default: float32, as trained)")
     parser.add_argument("--overwrite", action="store_true", help=_OVERWRITE)
 
 
