@@ -30,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from .options import OneLineParser, require_modules
+from .outputs import check_folder_outputs, make_folder
+from .translate_export import add_export_arguments, run_export
 from .translate_train import (
     PAPER_SMALL,
     PRESET_NAMES,
@@ -40,14 +42,10 @@ from .translate_train import (
     run_train,
 )
 from .translate_use import (
-    _check_folder_outputs,
-    _make_folder,
     add_eval_arguments,
-    add_export_arguments,
     add_numbers_arguments,
     add_run_arguments,
     run_eval,
-    run_export,
     run_numbers,
     run_run,
 )
@@ -96,14 +94,14 @@ def run_catalogs(args: argparse.Namespace) -> int:
             raise ValueError(f"--{option.replace('_', '-')} must be an int >= "
                              f"{1 if option == 'max_chars' else 0}, got {getattr(args, option)}")
     names = [f"{split}.tsv" for split in ("train", "valid", "test")]
-    folder = _check_folder_outputs(args.out, names, args.overwrite)
+    folder = check_folder_outputs(args.out, names, args.overwrite)
     catalog_files(args.lang, args.locale_dir)  # none installed: refused before any folder
     corpus = catalog_corpus(args.lang, valid_size=args.valid_size, test_size=args.test_size,
                             seed=args.seed, max_chars=args.max_chars,
                             locale_dir=args.locale_dir)
     for line in summary(corpus, Path(args.locale_dir) / args.lang / "LC_MESSAGES"):
         print(line)
-    _make_folder(folder)
+    make_folder(folder)
     for name, pairs in corpus.splits.items():
         path = write_tsv(folder / f"{name}.tsv", pairs)
         print(f"wrote {path}: {len(pairs):,} pairs")

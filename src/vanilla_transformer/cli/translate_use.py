@@ -1,8 +1,8 @@
 """The `translate` actions that read or use a run: `numbers` (a corpus), `RUN [TEXT ...]`
-(translate), `eval` (score) and `export` (ONNX).
+(translate) and `eval` (score); `export` is in `cli.translate_export`.
 
 None writes over a file it reads, a file of a run folder, or a file it did not create, unless
-`--overwrite` is given (a file it reads, or a run's own file, never).
+`--overwrite` is given (a file it reads, or a run's own file, never): `cli.outputs` checks.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from ..config import AMP_MODES, DEVICES
+from .outputs import OVERWRITE_HELP, check_folder_outputs, check_output, make_folder
 
 __all__ = ["MAX_BEAM", "add_numbers_arguments", "add_run_arguments", "add_eval_arguments",
-           "add_export_arguments", "run_numbers", "run_run", "run_eval", "run_export",
-           "check_output"]
+           "run_numbers", "run_run", "run_eval"]
 
 MAX_BEAM = 1024
 """The widest beam `--beam` accepts."""
@@ -30,7 +30,6 @@ MAX_BATCH = 1_000_000
 _CHUNK = 64
 """Lines of TEXT or --input above which `RUN` shows a progress bar."""
 
-_OVERWRITE = "write over files that exist (never over a file read, or a run's own file)"
 
 
 def add_numbers_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,7 +45,7 @@ def add_numbers_arguments(parser: argparse.ArgumentParser) -> None:
     for name, size in (("train", 20_000), ("valid", 500), ("test", 1_000)):
         parser.add_argument(f"--{name}-size", type=int, default=size,
                             help=f"numbers in {name}.tsv (default %(default)s)")
-    parser.add_argument("--overwrite", action="store_true", help=_OVERWRITE)
+    parser.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
 
 
 def _add_decoding(parser: argparse.ArgumentParser) -> None:
@@ -69,7 +68,7 @@ def _add_decoding(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=int, default=None, metavar="N",
                         help="PyTorch's intra-op threads on the CPU (default: PyTorch's "
                              "choice, the machine's cores)")
-    parser.add_argument("--overwrite", action="store_true", help=_OVERWRITE)
+    parser.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
@@ -109,105 +108,13 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
 
-def add_export_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run", metavar="RUN", help="a folder written by 'translate train'")
-    parser.add_argument("--out", required=True, metavar="DIR",
-                        help="the folder to write (not a run folder)")
-    parser.add_argument("--checkpoint", choices=("averaged", "last"), default="averaged",
-                        help="the averaged final model or the last checkpoint "
-                             "(default averaged)")
-    parser.add_argument("--max-len", type=int, default=None,
-                        help="longest sequence the graphs accept: trims the positional "
-                             "table (default: the model's)")
-    parser.add_argument("--format", choices=EXPORT_FORMATS, default="onnx",
-                        help="onnx: encoder.onnx and a one-step decoder.onnx; ctranslate2: a "
-                             "CTranslate2 model folder (default %(default)s)")
-    parser.add_argument("--quantization", choices=("int8", "int8_float32", "int16", "float16"),
-                        default=None, metavar="TYPE",
-                        help="--format ctranslate2 only: store the weights as int8, int8_float32, "
-                             "int16 or float16 (default: float32, as trained)")
-    parser.add_argument("--overwrite", action="store_true", help=_OVERWRITE)
-
-
-EXPORT_FORMATS = ("onnx", "ctranslate2")
-"""The formats of `translate export --format`; onnx, the first, is the default."""
-
-_EXPORT_FILES = {"onnx": ["encoder.onnx", "decoder.onnx"],
-                 "ctranslate2": ["model.bin", "config.json", "shared_vocabulary.json"]}
-
-
-def _in_run_folder(path: Path) -> bool:
-    """Whether `path` is a file a training run writes, in a run folder."""
-    from ..training.checkpoints import CHECKPOINTS
-    from ..training.run_folder import is_run_folder
-
-    parent = path.parent
-    if parent.name == CHECKPOINTS and is_run_folder(parent.parent):
-        return True
-    names = ("model.pt", "tokenizer.json", "config.json", "metrics.jsonl", ".lock")
-    return path.name in names and is_run_folder(parent)
-
-
-def check_output(path: str, option: str, *, reads: Sequence[str] = (),
-                 overwrite: bool = False) -> None:
-    """Refuse, before any work, an output file that would destroy something.
-
-    Raises:
-        ValueError: if `path` is a folder, its folder is missing, it is a file the command
-            reads, a run folder's own file, or (without `overwrite`) a file that exists.
-    """
-    target = Path(path).resolve()
-    if Path(path).is_dir():
-        raise ValueError(f"cannot write {path!r}: it is a folder")
-    if not target.parent.is_dir():
-        raise ValueError(f"cannot write {path!r}: folder {str(target.parent)!r} does not exist")
-    if any(Path(r).resolve() == target for r in reads if r):
-        raise ValueError(f"{option} {path!r} is a file this command reads; choose another file")
-    if _in_run_folder(target):
-        raise ValueError(f"{option} {path!r} is a file of a run folder; choose another file")
-    if target.exists() and not overwrite:
-        raise ValueError(f"{option} {path!r} exists; give --overwrite to replace it, or choose "
-                         "another file")
-
-
-def _check_folder_outputs(out: str, names: Iterable[str], overwrite: bool) -> Path:
-    """Refuse an output folder that is a run folder, or holds one of `names` (without
-    `overwrite`)."""
-    from ..training.run_folder import is_run_folder
-
-    path = Path(out)
-    if path.exists() and not path.is_dir():
-        raise ValueError(f"cannot create output folder {out!r}: a file of that name exists")
-    if is_run_folder(path):
-        raise ValueError(f"--out {out!r} is a run folder; its files are the run's: choose "
-                         "another folder")
-    existing = [n for n in names if (path / n).exists()]
-    if existing and not overwrite:
-        raise ValueError(f"--out {out!r} already holds {', '.join(existing)}; give --overwrite "
-                         "to replace them, or choose another folder")
-    return path
-
-
-def _make_folder(path: Path) -> Path:
-    """Create an output folder, refusing one that cannot be written."""
-    out = str(path)
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise ValueError(f"cannot create output folder {out!r}: {error.strerror or error}"
-                         ) from None
-    if not os.access(path, os.W_OK):
-        raise ValueError(f"output folder {out!r} is not writable")
-    return path
-
-
 def run_numbers(args: argparse.Namespace) -> int:
     from ..data.numbers import number_corpus, write_tsv
 
     sizes = {name: getattr(args, f"{name}_size") for name in ("train", "valid", "test")}
     if args.seed < 0:  # Python's random.seed(-n) is seed(n): two seeds, one corpus
         raise ValueError(f"--seed must be an int >= 0, got {args.seed}")
-    folder = _make_folder(_check_folder_outputs(args.out, [f"{n}.tsv" for n in sizes],
+    folder = make_folder(check_folder_outputs(args.out, [f"{n}.tsv" for n in sizes],
                                                 args.overwrite))
     corpus = number_corpus(args.lang, sizes, limit=args.limit, seed=args.seed,
                            always_first=args.always_train)
@@ -415,48 +322,4 @@ def run_run(args: argparse.Namespace) -> int:
     finally:
         if out is not sys.stdout:
             out.close()
-    return 0
-
-
-def run_export(args: argparse.Namespace) -> int:
-    from ..training.checkpoints import TOKENIZER_FILE
-    from ..training.run_folder import is_run_folder
-    from .options import require_modules
-
-    out, run = Path(args.out), Path(args.run)
-    if is_run_folder(out) or (out.resolve() == run.resolve()):
-        raise ValueError(f"--out {args.out!r} is a run folder; export writes its own "
-                         f"{TOKENIZER_FILE} and would replace the run's: choose another folder")
-    if args.max_len is not None and args.max_len <= 0:
-        raise ValueError(f"--max-len must be positive, got {args.max_len}")
-    if args.quantization is not None and args.format != "ctranslate2":
-        raise ValueError(f"--quantization {args.quantization} needs --format ctranslate2")
-    require_modules([args.format])  # before anything is written
-    folder = _check_folder_outputs(args.out, [*_EXPORT_FILES[args.format], TOKENIZER_FILE],
-                                   args.overwrite)
-    from ..training.run_folder import load_translator
-
-    model, tokenizer = load_translator(args.run, args.checkpoint)
-    if args.max_len is not None:
-        from ..interop.onnx import trim_positions
-
-        model = trim_positions(model, args.max_len)
-    created = not folder.exists()
-    try:
-        if args.format == "ctranslate2":
-            from ..interop.ctranslate2 import export_ctranslate2
-
-            paths = export_ctranslate2(model, tokenizer, _make_folder(folder),
-                                       quantization=args.quantization)
-        else:
-            from ..interop.onnx import export_onnx
-
-            paths = export_onnx(model, _make_folder(folder), attention_weights=True)
-    except BaseException:
-        if created and folder.is_dir() and not any(folder.iterdir()):
-            folder.rmdir()  # a refused model leaves no empty folder behind
-        raise
-    paths["tokenizer"] = tokenizer.save(folder / TOKENIZER_FILE)
-    for name, path in paths.items():
-        print(f"wrote {path}: {Path(path).stat().st_size:,} bytes ({name})")
     return 0
