@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -19,6 +19,7 @@ from torch import nn
 
 from .. import config as settings
 from ..config import ModelConfig, RunOptions, TranslationConfig
+from ..config.tasks import unknown_keys
 from ..data.corpus import iter_tsv, sample_tsv
 from ..data.tokenizer import SharedTokenizer, load_trained_tokenizer, train_tokenizer
 from ..data.translation_batches import pairs_fingerprint
@@ -207,10 +208,7 @@ def check_call(train: Any, valid: Sequence[tuple[str, str]], out: Any, preset: s
     amp_context(target, amp)  # checks amp
     config = TranslationConfig() if config is None else config
     changes = dict(changes or {})
-    unknown = set(changes) - {f.name for f in fields(TranslationConfig)} - set(settings.RUN_OPTIONS)
-    if unknown:
-        raise ValueError(f"changes holds unknown settings {sorted(unknown)}; expected fields of "
-                         f"TranslationConfig or {sorted(settings.RUN_OPTIONS)}")
+    unknown_keys(TranslationConfig, changes, list(settings.RUN_OPTIONS))
     options = {k: changes.pop(k) for k in list(changes) if k in settings.RUN_OPTIONS}
     if not resume:
         config = TranslationConfig(**{**config.to_dict(), **changes})
