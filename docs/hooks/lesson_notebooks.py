@@ -6,7 +6,7 @@ written next to the page, and puts the same download button at the top of the pa
 pages have (docs/hooks/notebook_download.py):
 
 - prose becomes Markdown cells, with the numbers the build wrote into it (docs/hooks/numbers.py
-  runs first), admonitions turned into a bold title over their de-indented text, heading ids and
+  runs first), the page's live widgets left out (they need the site's scripts), admonitions turned into a bold title over their de-indented text, heading ids and
   HTML comments dropped, links to other pages made absolute (`site_url`), and the figures of
   `assets/figures/` attached to their cell as SVG, so the notebook shows them offline;
 - every python block becomes a code cell, in page order, de-indented: those of the main text and
@@ -54,6 +54,7 @@ _IMAGE = re.compile(
     r"!\[(?P<alt>[^\]]*)\]\((?P<src>[^)\s]*" + re.escape(FIGURES) + r"(?P<name>[\w.-]+\.svg))\)"
 )
 _LINK = re.compile(r"(?<!!)\[(?P<text>[^\]]+)\]\((?P<href>[^)\s]+)\)")
+_WIDGET = re.compile(r'^[ \t]*<div class="(?:predict-reveal|live-model)\b')
 _AUTOREF = re.compile(r"\[(?P<text>[^\]]+)\]\[(?P<id>[^\]]+)\]")
 
 # Lessons of this build: (page's src_uri, its notebook cells, destination in the site).
@@ -133,6 +134,17 @@ def lesson_notebook(markdown: str, link: Callable[[str], str] | None = None) -> 
                 lang = "text" if fence.group("lang") == "table" else fence.group("lang")
                 prose += ["", mark + lang, *body, mark, ""]
             i = j + 1
+            continue
+        if line.lstrip().startswith("--8<--"):  # a snippet: the live widgets, page only
+            i += 1
+            continue
+        if _WIDGET.match(line):  # a question for the live model: it needs the page's script
+            depth_html = 0
+            while i < len(lines):
+                depth_html += lines[i].count("<div") - lines[i].count("</div>")
+                i += 1
+                if depth_html <= 0:
+                    break
             continue
         if line.lstrip().startswith("<!--"):
             while i < len(lines) and "-->" not in lines[i]:

@@ -306,6 +306,13 @@ LESSON = '''# A lesson { #top }
 
 Text with [a link](notation.md#h) and [`x`][vanilla_transformer.x].
 
+--8<-- "docs/snippets/live-attention.html"
+
+<div class="predict-reveal" data-question="q" markdown>
+**Predict:** a question.
+<div class="inner">Needs the page.</div>
+</div>
+
 ```python
 a = 1
 ```
@@ -351,6 +358,7 @@ def test_a_lesson_becomes_markdown_and_code_cells_in_page_order():
     assert "**Going deeper: more**\n\nFolded text." in prose
     assert "**Exercise: add**" in prose and "**Answer**" in prose
     assert "```text\n1\n```" in prose  # the checked output stays under its cell
+    assert "--8<--" not in prose and "Predict" not in prose and "Needs the page" not in prose
 
 
 def test_the_notebook_attaches_its_figures(tmp_path):
