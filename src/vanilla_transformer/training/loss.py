@@ -284,7 +284,8 @@ def teacher_forced_nll(model: EncoderDecoder, pairs: Sequence[tuple[Sequence[int
     Args:
         model: an `EncoderDecoder`.
         pairs: `(source ids, target ids)` without special tokens (added as in training).
-        pad, bos, eos: the special ids. batch_size: sentences per forward pass.
+        pad: the padding id. bos: the start symbol. eos: the end symbol.
+        batch_size: sentences per forward pass.
 
     Returns:
         The mean over the target tokens, in nats (`nan` for no pairs).

@@ -59,8 +59,10 @@ def make_optimizer(
     Call `scheduler.step()` after every `optimizer.step()` (`run_epoch` does).
 
     Args:
-        model: the module to train. d_model: the width the schedule uses.
-        factor, warmup: the schedule's (`rate`'s).
+        model: the module to train.
+        d_model: the width the schedule uses.
+        factor: the schedule's extra scale (`1` is the paper's rate).
+        warmup: the schedule's warm-up steps.
 
     Returns:
         `(optimizer, scheduler)`.
