@@ -13,18 +13,15 @@ Taught in the lesson [Training][training-lesson]; used on the
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch import nn
 
 from .._checks import check_positive_int, reads_values
 from ..config.model import check_int, check_probability
-from ..data.batching import collate_batch
-
-if TYPE_CHECKING:
-    from ..model.encoder_decoder import EncoderDecoder
+from ..inference.evaluate import teacher_forced_nll  # re-exported: the loss the validator reports
 
 __all__ = ['LabelSmoothing', 'label_smoothed_kl', 'SimpleLossCompute', 'teacher_forced_nll']
 
@@ -271,48 +268,3 @@ class SimpleLossCompute:
         logp = self.generator(x)
         sloss = self.criterion(logp.reshape(-1, logp.size(-1)), y.reshape(-1)) / norm
         return sloss.detach() * norm, sloss
-
-
-@torch.no_grad()
-def teacher_forced_nll(model: EncoderDecoder, pairs: Sequence[tuple[Sequence[int], Sequence[int]]], *,
-                       pad: int, bos: int, eos: int, batch_size: int = 64) -> float:
-    r"""The mean negative log-likelihood per target token (end symbol included) of `pairs`,
-    teacher forced, without smoothing: $-\frac{1}{T} \sum_t \log p(y_t \mid y_{<t}, x)$,
-    whose exponential is the perplexity. Run in eval mode on the model's device, sorted by
-    length; the model's mode is restored.
-
-    Args:
-        model: an `EncoderDecoder`.
-        pairs: `(source ids, target ids)` without special tokens (added as in training).
-        pad: the padding id. bos: the start symbol. eos: the end symbol.
-        batch_size: sentences per forward pass.
-
-    Returns:
-        The mean over the target tokens, in nats (`nan` for no pairs).
-
-    Examples:
-        >>> from vanilla_transformer import make_model
-        >>> model = make_model(6, 6, N=1, d_model=16, d_ff=32, h=2)
-        >>> nll = teacher_forced_nll(model, [([3, 4], [5]), ([4], [3, 3])], pad=0, bos=1, eos=2)
-        >>> 0 < nll < 10
-        True
-    """
-    if not pairs:
-        return float("nan")
-    device = next(model.parameters()).device
-    order = sorted(range(len(pairs)), key=lambda i: (len(pairs[i][0]), len(pairs[i][1])))
-    training, sums, tokens = model.training, list[torch.Tensor](), 0
-    model.eval()
-    try:
-        for start in range(0, len(order), batch_size):
-            chunk = [(list(pairs[i][0]) + [eos], pairs[i][1])
-                     for i in order[start:start + batch_size]]
-            batch = collate_batch(chunk, pad, bos=bos, eos=eos).to(device)
-            logp = model.generator(model(batch.src, batch.tgt, batch.src_mask, batch.tgt_mask))
-            sums.append(nn.functional.nll_loss(logp.reshape(-1, logp.size(-1)).float(),
-                                               batch.tgt_y.reshape(-1), ignore_index=pad,
-                                               reduction="sum"))
-            tokens += sum(len(t) + 1 for _, t in chunk)
-    finally:
-        model.train(training)
-    return float(torch.stack(sums).sum()) / tokens  # the one host sync
