@@ -29,7 +29,7 @@ from vanilla_transformer import (
     subsequent_mask,
 )
 from vanilla_transformer.interop import attn_mask_to_keep
-from vanilla_transformer.training.distributed import train_distributed
+from vanilla_transformer.training.copy_task import train_distributed
 
 torch.manual_seed(0)
 MODEL = make_model(11, 11, N=1, d_model=16, d_ff=32, h=2, dropout=0.0).eval()

@@ -99,9 +99,9 @@ def test_translate_training_help_is_the_fields_metadata():
 
 def test_distributed_timeout_agrees() -> None:
     from vanilla_transformer.cli import distributed as cli_distributed
-    from vanilla_transformer.training import distributed
+    from vanilla_transformer.training import ranks
 
-    assert cli_distributed.DEFAULT_TIMEOUT == distributed.DEFAULT_TIMEOUT
+    assert cli_distributed.DEFAULT_TIMEOUT == ranks.DEFAULT_TIMEOUT
 
 
 def test_the_config_imports_without_torch() -> None:

@@ -22,6 +22,8 @@ import torch
 
 from .._checks import check_non_negative_int, check_positive_int
 from ..data.batching import collate_batch, pad_sequences
+from ..data.copy_task import PAD as COPY_PAD
+from ..data.copy_task import START_SYMBOL
 from ..data.tokenizer import BOS, EOS, PAD, SharedTokenizer
 from ..model.encoder_decoder import EncoderDecoder
 from .beam import beam_search
@@ -30,7 +32,7 @@ from .greedy import _model_device, greedy_decode
 
 __all__ = ["MAX_EXTRA", "BATCH_SIZE", "MAX_TOKENS", "Translation", "translate_sentences",
            "translate_nbest", "translate_ids", "TranslationScores", "score_translations",
-           "teacher_forced_nll"]
+           "teacher_forced_nll", "exact_match"]
 
 MAX_EXTRA = 50
 """An output may be this many tokens longer than its input (section 6.1)."""
@@ -462,3 +464,34 @@ def teacher_forced_nll(model: EncoderDecoder, pairs: Sequence[tuple[Sequence[int
     finally:
         model.train(training)
     return float(torch.stack(sums).sum()) / tokens  # the one host sync
+
+
+def exact_match(
+    model: EncoderDecoder, src: torch.Tensor, *, use_cache: bool = True
+) -> tuple[float, torch.Tensor]:
+    """Greedy-decode `src` in eval mode, from the start symbol `1` (not the padding id `0`, as
+    some versions of the source code do), and count the rows copied exactly.
+
+    Args:
+        model: the trained model.
+        src: sequences `(n, seq_len)`, e.g. from `heldout_sequences`.
+        use_cache: decode with the key/value cache (same tokens, faster).
+
+    Returns:
+        `(accuracy, decoded)`: the fraction of rows decoded exactly, in [0, 1], and the decoded
+        ids `(n, seq_len)`.
+
+    Examples:
+        >>> from vanilla_transformer import make_model
+        >>> from vanilla_transformer.inference.evaluate import exact_match
+        >>> from vanilla_transformer.data import heldout_sequences
+        >>> model = make_model(11, 11, N=1, d_model=16, d_ff=32, h=2)
+        >>> accuracy, decoded = exact_match(model, heldout_sequences(4))
+        >>> decoded.shape, 0.0 <= accuracy <= 1.0
+        (torch.Size([4, 10]), True)
+    """
+    model.eval()
+    decoded = greedy_decode(model, src, src != COPY_PAD, max_len=src.size(1),
+                            start_symbol=START_SYMBOL, use_cache=use_cache)
+    accuracy = float((decoded == src).all(dim=1).float().mean())
+    return accuracy, decoded

@@ -22,8 +22,8 @@ import torch.multiprocessing as mp
 from .._checks import check_positive_int
 from .._io import atomic_torch_save
 from ..config import COPY_MODEL, DEFAULT_TIMEOUT, CopyTaskConfig
-from ..data.copy_task import PAD, START_SYMBOL, shard_batches
-from ..inference.greedy import greedy_decode
+from ..data.copy_task import PAD, shard_batches
+from ..inference.evaluate import exact_match  # re-exported: the copy task's score
 from ..model.encoder_decoder import EncoderDecoder, make_model_from_config
 from .callbacks import Callback
 from .loop import FitProgress, TrainState, fit
@@ -130,36 +130,6 @@ class _OnStep(Callback):
 
     def on_step(self, progress: FitProgress) -> None:
         self.function(progress.counts, progress.loss)
-
-
-def exact_match(
-    model: EncoderDecoder, src: torch.Tensor, *, use_cache: bool = True
-) -> tuple[float, torch.Tensor]:
-    """Greedy-decode `src` in eval mode, from the start symbol `1` (not the padding id `0`, as
-    some versions of the source code do), and count the rows copied exactly.
-
-    Args:
-        model: the trained model.
-        src: sequences `(n, seq_len)`, e.g. from `heldout_sequences`.
-        use_cache: decode with the key/value cache (same tokens, faster).
-
-    Returns:
-        `(accuracy, decoded)`: the fraction of rows decoded exactly, in [0, 1], and the decoded
-        ids `(n, seq_len)`.
-
-    Examples:
-        >>> from vanilla_transformer.training import exact_match
-        >>> from vanilla_transformer.data import heldout_sequences
-        >>> model = make_model(11, 11, N=1, d_model=16, d_ff=32, h=2)
-        >>> accuracy, decoded = exact_match(model, heldout_sequences(4))
-        >>> decoded.shape, 0.0 <= accuracy <= 1.0
-        (torch.Size([4, 10]), True)
-    """
-    model.eval()
-    decoded = greedy_decode(model, src, src != PAD, max_len=src.size(1),
-                            start_symbol=START_SYMBOL, use_cache=use_cache)
-    accuracy = float((decoded == src).all(dim=1).float().mean())
-    return accuracy, decoded
 
 
 @dataclass
