@@ -25,10 +25,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-import torch
-
 __all__ = ["atomic_write", "atomic_path", "atomic_torch_save", "naming", "save_atomically",
-           "write_json", "is_temporary", "remove_entry", "LOCK_FILE", "RunLock"]
+           "write_json", "is_temporary", "remove_entry", "make_folder", "LOCK_FILE", "RunLock"]
 
 LOCK_FILE = ".lock"
 """The lock file of a folder that one process writes at a time."""
@@ -126,6 +124,8 @@ def _remove(tmp: str) -> None:
 
 def atomic_torch_save(obj: Any, path: str | os.PathLike[str]) -> Path:
     """`torch.save(obj, path)`, atomically (see [`atomic_write`][vanilla_transformer._io.atomic_write])."""
+    import torch  # here: the file layer itself is used by `--help`, which must stay torch-free
+
     return atomic_write(path, lambda f: torch.save(obj, f))
 
 
@@ -171,6 +171,19 @@ def remove_entry(entry: Path) -> None:
         shutil.rmtree(entry, ignore_errors=True)
     else:
         entry.unlink(missing_ok=True)
+
+
+def make_folder(path: Path) -> Path:
+    """Create the output folder `path` (and its parents) if needed, refusing one that cannot be
+    created or written, with a `ValueError` that names it."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ValueError(f"cannot create output folder {str(path)!r}: {error.strerror or error}"
+                         ) from None
+    if not os.access(path, os.W_OK):
+        raise ValueError(f"output folder {str(path)!r} is not writable")
+    return path
 
 
 def _pid_alive(pid: int) -> bool:

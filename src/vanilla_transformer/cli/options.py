@@ -75,7 +75,7 @@ def flag_message(error: BaseException) -> str:
     the bare name as `--name`.
 
     Examples:
-        >>> from vanilla_transformer.training.run_folder import RefusalError
+        >>> from vanilla_transformer.training.ranks import RefusalError
         >>> flag_message(RefusalError("d_model=32 differs; drop d_model or use overwrite=True",
         ...                      "d_model", "overwrite"))
         '--d-model 32 differs; drop --d-model or use --overwrite'

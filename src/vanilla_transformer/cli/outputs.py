@@ -5,9 +5,10 @@ can be created and written.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+
+from .._io import make_folder
 
 __all__ = ["OVERWRITE_HELP", "check_output", "check_folder_outputs", "make_folder"]
 
@@ -64,17 +65,4 @@ def check_folder_outputs(out: str, names: Iterable[str], overwrite: bool) -> Pat
     if existing and not overwrite:
         raise ValueError(f"--out {out!r} already holds {', '.join(existing)}; give --overwrite "
                          "to replace them, or choose another folder")
-    return path
-
-
-def make_folder(path: Path) -> Path:
-    """Create an output folder, refusing one that cannot be written."""
-    out = str(path)
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise ValueError(f"cannot create output folder {out!r}: {error.strerror or error}"
-                         ) from None
-    if not os.access(path, os.W_OK):
-        raise ValueError(f"output folder {out!r} is not writable")
     return path

@@ -327,9 +327,9 @@ def run_train(args: argparse.Namespace) -> int:
 
     from ..data.corpus import iter_tsv
     from ..data.numbers import read_tsv
+    from ..data.translation_batches import file_fingerprint
     from ..training.loop import TrainingDiverged
     from ..training.ranks import ProcessZeroError, check_timeout
-    from ..training.run_folder import file_fingerprint
     from ..training.translation import train_translation
 
     if args.new_data and not args.resume:

@@ -18,11 +18,12 @@ import torch
 from torch import nn
 
 from .. import config as settings
+from .._io import make_folder
 from ..config import ModelConfig, RunOptions, TranslationConfig
 from ..config.tasks import unknown_keys
 from ..data.corpus import iter_tsv, sample_tsv
 from ..data.tokenizer import SharedTokenizer, load_trained_tokenizer, train_tokenizer
-from ..data.translation_batches import pairs_fingerprint
+from ..data.translation_batches import file_fingerprint, pairs_fingerprint
 from . import checkpoints as files
 from .checkpoints import load_train_state
 from .loop import FitProgress
@@ -31,7 +32,6 @@ from .run_folder import (
     RunLock,
     check_folder,
     clear_run,
-    file_fingerprint,
     read_run_config,
     remove_entry,
     remove_stale_temporaries,
@@ -96,15 +96,13 @@ def prepare_follower(folder: Path, resume: bool, restart_data: bool) -> Prepared
 
 def _check_same_model(model_config: ModelConfig, preset: str | None, saved_preset: str,
                       model_options: dict[str, Any]) -> None:
-    if preset is not None and preset != saved_preset:
-        raise RefusalError(f"preset={preset} differs from the run's {saved_preset}; a resumed run "
-                      "keeps its model (drop preset, or start a new run with overwrite=True)",
-                      "preset", "overwrite")
-    for name, value in model_options.items():
-        if getattr(model_config, name) != value:
-            raise RefusalError(f"{name}={value} differs from the run's "
-                          f"{getattr(model_config, name)}; a resumed run keeps its model (drop "
-                          f"{name}, or start a new run with overwrite=True)", name, "overwrite")
+    given = {**({} if preset is None else {"preset": preset}), **model_options}
+    saved = {"preset": saved_preset, **{name: getattr(model_config, name) for name in model_options}}
+    for name, value in given.items():
+        if value != saved[name]:
+            raise RefusalError(f"{name}={value} differs from the run's {saved[name]}; a resumed run "
+                               f"keeps its model (drop {name}, or start a new run with "
+                               "overwrite=True)", name, "overwrite")
 
 
 def _data_changed(saved: Any, fingerprint: dict[str, Any], new_data: bool) -> bool:
@@ -119,8 +117,8 @@ def _data_changed(saved: Any, fingerprint: dict[str, Any], new_data: bool) -> bo
         return True
     if not known:
         raise RefusalError("cannot tell whether the training data are the run's: its config.json "
-                      "holds no fingerprint of them; pass new_data=True to continue on these",
-                      "new_data")
+                           "holds no fingerprint of them; pass new_data=True to continue on these",
+                           "new_data")
     raise RefusalError(
         f"the training data differ from the run's (it trained on {saved['size']} bytes, "
         f"sha256 {saved['sha256'][:12]}; these are {fingerprint.get('size')} bytes, sha256 "
@@ -135,8 +133,8 @@ def prepare_resumed(call: TrainCall) -> Prepared:
     paths = files.checkpoint_paths(folder)
     if not paths:
         raise RefusalError(f"cannot resume: {str(folder)!r} holds no training checkpoint yet (the "
-                      "run stopped before its first one); start it again with overwrite=True",
-                      "overwrite")
+                           "run stopped before its first one); start it again with overwrite=True",
+                           "overwrite")
     if not (folder / files.TOKENIZER_FILE).is_file():
         raise ValueError(f"cannot resume: {str(folder)!r} lacks {files.TOKENIZER_FILE}")
     state = load_train_state(paths[-1])
@@ -149,8 +147,8 @@ def prepare_resumed(call: TrainCall) -> Prepared:
         training.update(max_steps=config.max_steps, max_minutes=config.max_minutes)
     if "vocab_size" in changes and changes["vocab_size"] != training["vocab_size"]:
         raise RefusalError(f"vocab_size={changes['vocab_size']} differs from the run's "
-                      f"{training['vocab_size']}: the tokenizer is trained; drop vocab_size, "
-                      "or start a new run with overwrite=True", "vocab_size", "overwrite")
+                           f"{training['vocab_size']}: the tokenizer is trained; drop vocab_size, "
+                           "or start a new run with overwrite=True", "vocab_size", "overwrite")
     training.update(changes)
     if "max_minutes" not in changes and not config.max_minutes:
         training["max_minutes"] = None  # a time limit is for one call
@@ -240,13 +238,7 @@ def own_folder(call: TrainCall, train: Callable[[Prepared, list[bool]], T]) -> T
     path = call.folder
     check_folder(path, resume=call.resume, overwrite=call.overwrite)
     created = not path.exists()
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise ValueError(f"cannot create output folder {str(path)!r}: "
-                         f"{error.strerror or error}") from None
-    if not os.access(path, os.W_OK):
-        raise ValueError(f"output folder {str(path)!r} is not writable")
+    make_folder(path)
     accepted = [call.resume]
     try:
         with RunLock(path):

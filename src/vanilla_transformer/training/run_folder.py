@@ -16,12 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._io import RunLock as RunLock
-from .._io import atomic_write, is_temporary
-from .._io import remove_entry as remove_entry
-from ..data.tokenizer import check_tokenizer_file as check_tokenizer_file
+from .._io import RunLock, atomic_write, is_temporary, remove_entry
 from ..data.tokenizer import load_trained_tokenizer
-from ..data.translation_batches import file_fingerprint as file_fingerprint
 from . import checkpoints as files
 from .ranks import RefusalError
 
@@ -29,8 +25,7 @@ if TYPE_CHECKING:
     from ..data.tokenizer import SharedTokenizer
     from ..model.encoder_decoder import EncoderDecoder
 
-# RunLock and remove_entry are _io's, the tokenizer's check and the fingerprint data's:
-# imported here for older code
+# RunLock and remove_entry are _io's, imported here for older code
 __all__ = ["RunLock", "is_run_folder", "remove_stale_temporaries", "remove_entry",
            "check_folder", "clear_run", "read_run_config", "metrics_writer", "load_translator"]
 
@@ -105,9 +100,9 @@ def check_folder(path: Path, *, resume: bool, overwrite: bool) -> None:
                  and not _temporary(p.name)] if path.is_dir() else []
     if leftovers and not overwrite:
         raise RefusalError(f"output folder {str(path)!r} is not empty (it holds "
-                      f"{', '.join(sorted(leftovers)[:4])}); continue its run with resume=True, "
-                      "replace it with overwrite=True, or choose another folder",
-                      "resume", "overwrite")
+                           f"{', '.join(sorted(leftovers)[:4])}); continue its run with resume=True, "
+                           "replace it with overwrite=True, or choose another folder",
+                           "resume", "overwrite")
 
 
 def clear_run(folder: Path) -> None:
@@ -127,7 +122,7 @@ def read_run_config(folder: Path) -> dict[str, Any]:
     path = folder / files.CONFIG_FILE
     if not path.is_file():
         raise RefusalError(f"cannot resume: {str(folder)!r} lacks {files.CONFIG_FILE}, which holds the "
-                      "run's settings; start again with overwrite=True", "overwrite")
+                           "run's settings; start again with overwrite=True", "overwrite")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
