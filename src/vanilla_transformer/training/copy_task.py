@@ -23,7 +23,7 @@ from .._checks import check_positive_int
 from .._io import atomic_torch_save
 from ..config import COPY_MODEL, DEFAULT_TIMEOUT, CopyTaskConfig
 from ..data.copy_task import PAD, shard_batches
-from ..inference.evaluate import exact_match  # re-exported: the copy task's score
+from ..inference.likelihood import exact_match  # re-exported: the copy task's score
 from ..model.encoder_decoder import EncoderDecoder, make_model_from_config
 from .callbacks import Callback
 from .loop import FitProgress, TrainState, fit

@@ -21,7 +21,7 @@ from torch import nn
 
 from .._checks import check_positive_int, reads_values
 from ..config.model import check_int, check_probability
-from ..inference.evaluate import teacher_forced_nll  # re-exported: the loss the validator reports
+from ..inference.likelihood import teacher_forced_nll  # re-exported: the loss the validator reports
 
 __all__ = ['LabelSmoothing', 'label_smoothed_kl', 'SimpleLossCompute', 'teacher_forced_nll']
 
