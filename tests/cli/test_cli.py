@@ -132,8 +132,9 @@ def test_the_core_needs_torch_alone():
     assert {"tokenizers", "sacrebleu", "num2words"} <= {
         d.split(">")[0] for d in extras["translate"]}
     assert [d.split(">")[0] for d in extras["tensorboard"]] == ["tensorboard"]
-    for needs_all in ("test", "docs"):
-        assert "vanilla-transformer[translate,onnx,tensorboard]" in extras[needs_all]
+    assert [d.split(">")[0] for d in extras["ctranslate2"]] == ["ctranslate2"]
+    for needs_all in ("test", "docs"):  # the tests and the site use every extra
+        assert "vanilla-transformer[translate,onnx,ctranslate2,tensorboard]" in extras[needs_all]
     assert (Path(__file__).parents[2] / "src" / "vanilla_transformer" / "py.typed").is_file()
 
 
