@@ -237,6 +237,7 @@ def test_figure1_highlights_the_block_of_the_map_and_follows_the_menus(reader, o
     navigate(tab, origin, "/try-it/")
     tab.wait_for_function("() => document.querySelector('.translator').dataset.state"
                           " === 'done'", timeout=TIMEOUT_MS)
+    tab.wait_for_selector("#explorer-figure1[data-kind]", timeout=TIMEOUT_MS)  # drawn after the map
     shown = tab.evaluate(FIGURE1)
     assert shown == {"kind": "cross", "layer": 2, "on": [["cross", 2]],
                      "box": [["decoder", 2]], "map": ["cross", 2]}
