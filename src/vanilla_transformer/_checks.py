@@ -7,6 +7,9 @@ model trust their inputs.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import torch
 
 __all__ = [
@@ -24,6 +27,7 @@ __all__ = [
     "check_mask",
     "check_keep_mask_values",
     "check_choice",
+    "check_existing_folder",
 ]
 
 INTEGER_DTYPES = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
@@ -201,3 +205,19 @@ def check_choice(name: str, value: object, choices: tuple[str, ...]) -> str:
     if not isinstance(value, str) or value not in choices:
         raise ValueError(f"{name} must be one of {choices}, got {value!r}")
     return value
+
+
+def check_existing_folder(name: str, value: object) -> Path:
+    """`value` as a `Path` to a folder that exists (an exporter writes into it, never creates it).
+
+    Raises:
+        TypeError: if `value` is not a `str` or `os.PathLike`.
+        ValueError: if it does not exist or is not a folder.
+    """
+    if not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a path (str or os.PathLike), got {type(value).__name__}")
+    path = Path(value)
+    if not path.is_dir():
+        what = "is not a folder" if path.exists() else "does not exist"
+        raise ValueError(f"{name} {str(path)!r} {what}; create the folder first")
+    return path

@@ -37,8 +37,9 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from .._checks import check_non_negative_int, check_positive_int
-from ..data.tokenizer import SPECIAL_TOKENS
+from .._checks import check_existing_folder, check_non_negative_int, check_positive_int
+from ..data.tokenizer import SPECIAL_TOKENS, UNK
+from ..inference.beam import length_penalty
 from ..model.attention import MultiHeadedAttention
 from ..model.embeddings import Embeddings, PositionalEncoding
 from ..model.encoder_decoder import EncoderDecoder
@@ -250,12 +251,7 @@ def export_ctranslate2(
         ...     sorted(p.name for p in paths.values())
         ['config.json', 'model.bin', 'shared_vocabulary.json']
     """
-    if not isinstance(out_dir, (str, os.PathLike)):
-        raise TypeError(f"out_dir must be a path (str or os.PathLike), got {type(out_dir).__name__}")
-    path = Path(out_dir)
-    if not path.is_dir():
-        what = "is not a folder" if path.exists() else "does not exist"
-        raise ValueError(f"out_dir {str(path)!r} {what}; create the folder first")
+    path = check_existing_folder("out_dir", out_dir)
     if quantization not in QUANTIZATIONS:
         raise ValueError(f"quantization must be one of {QUANTIZATIONS}, got {quantization!r}")
     spec = ctranslate2_spec(model, vocabulary)
@@ -341,8 +337,8 @@ def translate_ctranslate2(
                 hyps = result.hypotheses
                 best = 0
                 if rank:
-                    best = max(range(len(hyps)), key=lambda j: result.scores[j] / (
-                        (5.0 + len(hyps[j])) / 6.0) ** alpha)
+                    best = max(range(len(hyps)), key=lambda j: result.scores[j]
+                               / length_penalty(len(hyps[j]), alpha))
                 hyp = hyps[best]
                 out[i] = tokenizer.decode([_token_id(tokenizer, t) for t in hyp])
     return out
@@ -350,4 +346,4 @@ def translate_ctranslate2(
 
 def _token_id(tokenizer: SharedTokenizer, token: str) -> int:
     found = tokenizer.tokenizer.token_to_id(token)
-    return 3 if found is None else int(found)  # <unused...> padding ids: <unk>
+    return UNK if found is None else int(found)  # <unused...> padding ids: <unk>

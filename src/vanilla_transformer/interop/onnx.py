@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from .._checks import check_non_negative_int, check_positive_int
+from .._checks import check_existing_folder, check_non_negative_int, check_positive_int
 from .._io import atomic_path
 from ..model.attention import MultiHeadedAttention
 from ..model.embeddings import PositionalEncoding
@@ -129,12 +129,7 @@ def _check_export_args(model: object, out_dir: object, opset: object, dynamo: bo
     if not isinstance(model, EncoderDecoder):
         raise TypeError(f"model must be an EncoderDecoder (from make_model), got "
                         f"{type(model).__name__}")
-    if not isinstance(out_dir, (str, os.PathLike)):
-        raise TypeError(f"out_dir must be a path (str or os.PathLike), got {type(out_dir).__name__}")
-    path = Path(out_dir)
-    if not path.is_dir():
-        what = "is not a folder" if path.exists() else "does not exist"
-        raise ValueError(f"out_dir {str(path)!r} {what}; create the folder first")
+    path = check_existing_folder("out_dir", out_dir)
     check_positive_int("opset", opset)
     lowest = 18 if dynamo else 14
     if opset < lowest:
