@@ -46,6 +46,7 @@ from ..model.encoder_decoder import EncoderDecoder
 from ..model.layers import SublayerConnection
 from ..model.masks import mask_fill_value
 from .beam import MAX_BEAM_SIZE, _check_alpha
+from .beam import length_penalty as _penalty  # batch_beam_search's argument has its name
 from .greedy import _check_inputs, embed_last_position
 
 __all__ = ["Decoded", "supports_fast", "batch_greedy", "batch_beam_search"]
@@ -75,10 +76,6 @@ def _check_limits(max_lens: Sequence[int], batch: int) -> list[int]:
         raise ValueError(f"every max_len must be at least 2 (the start symbol and one token), "
                          f"got {min(lens)}")
     return lens
-
-
-def _penalty(length: float, alpha: float) -> float:
-    return ((5.0 + length) / 6.0) ** alpha
 
 
 def supports_fast(model: nn.Module) -> bool:
