@@ -64,6 +64,8 @@ def values() -> dict[str, Any]:
         **result["corpus"]["sizes"],
         "fewer_pairs": 4.5e6 / result["corpus"]["sizes"]["train"],
         "min_vocab": sizing.MIN_VOCAB,
+        "max_vocab": sizing.MAX_VOCAB,
+        "min_eval": sizing.MIN_EVAL,
         "vocab_step": sizing.STEP,
         "words_per_piece": sizing.WORDS_PER_PIECE,
         "small_limit": sizing.PRESET_LIMITS[0][0],

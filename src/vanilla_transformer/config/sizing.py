@@ -33,7 +33,7 @@ WORDS_PER_PIECE = 64
 
 PRESET_LIMITS: tuple[tuple[int, str], ...] = ((500_000, "paper-small"), (10_000_000, "paper-base"))
 """`(pairs, preset)`: a corpus of fewer pairs than a limit gets its preset; a larger one
-`paper-big`. The paper trained its base model on 4.5 million pairs, its big one on 36 million."""
+`paper-big`. The paper's English-German data held 4.5 million pairs, its English-French data 36 million."""
 
 VALID_CHARACTERS = 10_000
 """Characters of reference text decoded at each validation, about."""
