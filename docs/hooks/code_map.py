@@ -34,8 +34,8 @@ log = logging.getLogger("mkdocs.hooks.code_map")
 PAGE = "code-map.md"
 PACKAGE = "vanilla_transformer"
 # The layers, bottom to top: a module may import only from its own layer and those before it.
-LAYERS = ["_checks", "_io", "config", "model", "data", "inference", "analysis", "training", "interop",
-          "practice", "cli"]
+LAYERS = ["_checks", "_io", "pretrained", "config", "model", "data", "inference", "analysis",
+          "training", "interop", "practice", "cli"]
 LAYERS_MARK = "<!-- code-map:layers -->"
 MODULES_MARK = "<!-- code-map:modules -->"
 API_INDEX_PAGE = "api/index.md"

@@ -66,6 +66,9 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     check.add_argument("file", metavar="FILE", help="your .py file")
     check.add_argument("--seed", type=int, default=0,
                        help="make other inputs (default 0)")
+    check.add_argument("--weights", metavar="FOLDER", default=None,
+                       help="translator only: the trained run to load (default: numbers-de, the "
+                            "German translator that ships with the package)")
     check.set_defaults(handler=run_check)
     return parser
 
@@ -112,4 +115,12 @@ def run_check(args: argparse.Namespace) -> int:
             return _error(f"{args.file} has no {name}: the {args.step} step checks the "
                           f"function or class named {name}")
         implementation = getattr(module, name)
-    return 0 if check(args.step, implementation, seed=args.seed).passed else 1
+    if args.weights is not None and args.step != "translator":
+        return _error(f"--weights is for the translator step only, not {args.step}")
+    try:
+        result = check(args.step, implementation, seed=args.seed, folder=args.weights)
+    except ValueError as error:
+        if args.weights is None:
+            raise
+        return _error(str(error))
+    return 0 if result.passed else 1
