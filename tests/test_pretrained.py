@@ -84,3 +84,26 @@ def test_practice_check_uses_the_packaged_weights_or_another_run(
     (copy / "manifest.json").unlink()
     assert main(["practice", "check", "translator", str(answers), "--weights", str(copy)]) == 2
     assert "lacks manifest.json" in capsys.readouterr().err
+
+
+def test_the_wheel_holds_the_translators_and_the_starters(tmp_path: Path) -> None:
+    import subprocess
+    import zipfile
+
+    from vanilla_transformer.practice import STARTERS
+
+    root, source = Path(__file__).resolve().parent.parent, tmp_path / "source"
+    for name in ("pyproject.toml", "README.md", "LICENSE"):  # a copy: no build/ left behind
+        source.mkdir(exist_ok=True)
+        shutil.copy(root / name, source / name)
+    shutil.copytree(root / "src", source / "src", ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run([sys.executable, "-m", "pip", "wheel", str(source), "--no-deps",
+                    "--no-build-isolation", "-q", "-w", str(tmp_path)], check=True,
+                   capture_output=True)
+    (wheel,) = tmp_path.glob("vanilla_transformer-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    package = "vanilla_transformer/"
+    for name in TRANSLATORS:
+        assert {f"{package}pretrained/{name}/{f}" for f in ("model.pt", "tokenizer.json")} <= names
+    assert {f"{package}practice/starters/{f}" for f in STARTERS} <= names
+    assert not any(n.endswith("ruff.toml") or n.startswith("docs/") for n in names)

@@ -88,7 +88,8 @@ def _imported(name: str, path: Path, tree: ast.Module) -> set[str]:
 
 def walk(root: Path) -> list[Module]:
     """Every module of the package under `root`, with its imports of the package's modules."""
-    paths = sorted(root.rglob("*.py"))
+    # a .py file in a folder without __init__.py is data (the practice starters), not a module
+    paths = sorted(p for p in root.rglob("*.py") if (p.parent / "__init__.py").is_file())
     names = {_module_name(root, p) for p in paths}
     modules = []
     for path in paths:
