@@ -33,8 +33,8 @@ say "built $(basename "$WHEEL"): $(stat -c %s "$WHEEL") bytes"
 # A fresh environment: the pinned CPU PyTorch, then the wheel with its translate extra only.
 "$PYTHON" -m venv "$WORK/venv"
 PY="$WORK/venv/bin/python"
-"$PY" -m pip install -q -c constraints.txt torch
-"$PY" -m pip install -q -c constraints.txt "vanilla-transformer[translate] @ file://$WHEEL"
+"$PY" -m pip install -q --no-compile -c constraints.txt torch
+"$PY" -m pip install -q --no-compile -c constraints.txt "vanilla-transformer[translate] @ file://$WHEEL"
 [ "$SCOPE" = quick ] || "$PY" -m pip install -q nbclient ipykernel
 say "installed into a fresh venv"
 

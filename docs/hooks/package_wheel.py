@@ -5,7 +5,8 @@ The wheel is built from this checkout (`pip wheel`, without its dependencies) in
 practice starters are inside it. A lesson's notebook opens with one cell that installs it,
 with the `translate` extra, from the address `install_command` gives: `site_url` (the
 `SITE_URL` variable of the build) followed by the wheel's path. A reader needs nothing but
-the notebook and a network.
+the notebook and a network. A page shows the same command where it writes `{{ wheel_install }}`
+(Getting started, Rebuild it yourself), over two lines so that it fits a phone.
 """
 
 from __future__ import annotations
@@ -21,12 +22,15 @@ from pathlib import Path
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import event_priority
+from mkdocs.structure.files import Files
+from mkdocs.structure.pages import Page
 
 log = logging.getLogger("mkdocs.hooks.package_wheel")
 
 WHEEL_DIR = "assets/wheels/"
 EXTRA = "translate"
 _SOURCES = ("pyproject.toml", "README.md", "LICENSE")
+PLACEHOLDER = "{{ wheel_install }}"
 
 
 def project_root(config: MkDocsConfig) -> Path:
@@ -48,6 +52,13 @@ def wheel_url(config: MkDocsConfig) -> str:
 def install_command(config: MkDocsConfig) -> str:
     """The one command that installs the package, with its `translate` extra, from the site."""
     return f'pip install "vanilla-transformer[{EXTRA}] @ {wheel_url(config)}"'
+
+
+def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Files) -> str:
+    if PLACEHOLDER not in markdown:
+        return markdown
+    wrapped = f'pip install "vanilla-transformer[{EXTRA}] @ \\\n    {wheel_url(config)}"'
+    return markdown.replace(PLACEHOLDER, wrapped)
 
 
 def build_wheel(root: Path, out: Path) -> Path:
