@@ -36,7 +36,7 @@ def translator_folder(name: str) -> Path:
     Raises:
         ValueError: if `name` is not one of `TRANSLATORS`.
 
-    Example:
+    Examples:
         >>> sorted(p.name for p in translator_folder("numbers-de").glob("*.*"))[:2]
         ['manifest.json', 'model.pt']
     """
@@ -52,7 +52,7 @@ def resolve_run(run: str | os.PathLike[str]) -> Path:
     A folder of the same name as a packaged translator wins, so that a run trained into
     `numbers-de/` is the one used from its parent folder.
 
-    Example:
+    Examples:
         >>> resolve_run("numbers-fr").name, resolve_run("runs/mine")
         ('numbers-fr', PosixPath('runs/mine'))
     """
