@@ -164,6 +164,10 @@ def _damage(path, **fields):
     (dict(callbacks=None), "holds a bad 'callbacks'"),
     (dict(optimizer={"state": {}}), "holds a bad 'optimizer'"),
     (dict(optimizer={"state": {}, "param_groups": []}), "'optimizer' does not fit the model"),
+    (dict(callbacks={"checkpoints": {"history": [{"step": "4"}]}}),
+     "state 'checkpoints' is bad: its 'history' is not a list of validations"),
+    (dict(callbacks={"early_stopping": {"best": "high"}}), "its 'best' is not a score"),
+    (dict(callbacks={"metrics": {"losses": [None]}}), "its 'losses' are not a list"),
 ])
 def test_a_tampered_checkpoint_field_is_refused_naming_its_file(corpus, old_run, fields,
                                                                 says):

@@ -42,7 +42,8 @@ Log = Callable[[str], None]
 class Callback:
     """What `fit` calls: `on_step` after every optimizer step, `on_end` once at the end;
     `on_validation` when a validation is made; `state_dict` and `load_state_dict` save and
-    restore the callback's own state in a checkpoint, under `state_key` (none by default).
+    restore the callback's own state in a checkpoint, under `state_key` (none by default);
+    `load_state_dict` raises a `ValueError` for a state it cannot take.
 
     `after` names the callbacks (by class name) that must come before this one."""
 
@@ -63,6 +64,26 @@ class Callback:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         return None
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _entry(value: Any) -> bool:
+    """Whether `value` is a validation: a dict with a step and numbers by name."""
+    return isinstance(value, dict) and _count(value.get("step")) and all(
+        isinstance(k, str) and _number(v) for k, v in value.items())
+
+
+def _expect(condition: bool, problem: str) -> None:
+    """A `ValueError` saying `problem` unless `condition` (a callback's saved state)."""
+    if not condition:
+        raise ValueError(problem)
 
 
 def check_order(callbacks: Sequence[object]) -> None:
@@ -137,8 +158,12 @@ class MetricsLog(Callback):
         return {"losses": list(self.losses), "validation": self.validation}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.losses = [float(x) for x in state.get("losses", [])]
-        self.validation = state.get("validation")
+        losses, validation = state.get("losses", []), state.get("validation")
+        _expect(isinstance(losses, list) and all(_number(x) for x in losses),
+                "its 'losses' are not a list of numbers")
+        _expect(validation is None or _entry(validation),
+                "its 'validation' is not a validation's line")
+        self.losses, self.validation = [float(x) for x in losses], validation
         if self.write is None or not isinstance(self.validation, dict):
             return
         step = self.validation.get("step")
@@ -216,7 +241,10 @@ class CheckpointKeeper(Callback):
         return {"history": [dict(h) for h in self.history]}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.history = [dict(h) for h in state.get("history", [])]
+        history = state.get("history", [])
+        _expect(isinstance(history, list) and all(_entry(h) for h in history),
+                "its 'history' is not a list of validations")
+        self.history = [dict(h) for h in history]
 
     def _rng(self) -> dict[str, Any] | None:
         states = self.ranks.gather(random_state(self.device))
@@ -307,8 +335,11 @@ class EarlyStopping(Callback):
         return {"best": self.best, "best_step": self.best_step, "since": self.since}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.best = state.get("best")
-        self.best_step, self.since = int(state.get("best_step", 0)), int(state.get("since", 0))
+        best, best_step, since = (state.get("best"), state.get("best_step", 0),
+                                  state.get("since", 0))
+        _expect(best is None or _number(best), "its 'best' is not a score")
+        _expect(_count(best_step) and _count(since), "its 'best_step' or 'since' is not a count")
+        self.best, self.best_step, self.since = best, best_step, since
 
 
 class ProgressBar(Callback):

@@ -206,7 +206,12 @@ class Run:
     def _load_callbacks(self, states: dict[str, dict[str, Any]]) -> None:
         for callback in self.callbacks:
             if callback.state_key in states:
-                callback.load_state_dict(states[callback.state_key])
+                try:
+                    callback.load_state_dict(states[callback.state_key])
+                except ValueError as error:
+                    raise ValueError(
+                        f"cannot resume from {str(self.prepared.state_path)!r}: its "
+                        f"'callbacks' state {callback.state_key!r} is bad: {error}") from None
 
     def _fit(self, progress: FitProgress) -> FitProgress:
         config, device, amp = self.prepared.config, self.plan.device, self.plan.amp
