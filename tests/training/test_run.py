@@ -214,3 +214,16 @@ def test_an_unknown_keyword_is_a_type_error(corpus, tmp_path):
     with pytest.raises(TypeError, match="'overwrit'"):
         _train(corpus, tmp_path / "run", overwrit=True)
     assert not (tmp_path / "run").exists()
+
+
+def test_resume_writes_again_the_validation_line_a_kill_lost(corpus, old_run):
+    # a SIGKILL after the checkpoint of step 4 and before its line in metrics.jsonl
+    path = old_run / "metrics.jsonl"
+    lines = path.read_text().splitlines()
+    lost = [line for line in lines if '"step": 4,' in line and "valid_loss" in line]
+    assert len(lost) == 1
+    path.write_text("".join(line + "\n" for line in lines if line != lost[0]))
+    _train(corpus, old_run, resume=True, config=_config(max_steps=5))
+    again = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [m for m in again if m["step"] == 4 and "valid_loss" in m] == [json.loads(lost[0])]
+    assert [m["step"] for m in again] == sorted(m["step"] for m in again)
