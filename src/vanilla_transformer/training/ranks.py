@@ -118,14 +118,13 @@ def all_ranks_sum(value: float) -> float:
     return float(total)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Ranks:
     """This process's place in a data-parallel run: `rank` of `size` (0 of 1 when alone)."""
 
     rank: int = 0
     size: int = 1
     device: torch.device | None = None  # where collectives put tensors (CUDA for NCCL)
-    shared: bool = False  # process 0 has told the others how the preparation went
 
     def share(self, value: Any) -> Any:
         """Rank 0's `value`, on every rank (a broadcast; every rank must call it)."""
