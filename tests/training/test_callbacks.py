@@ -19,14 +19,13 @@ from vanilla_transformer.training.callbacks import (
     Policy,
     ProgressBar,
     StopWhen,
-    check_order,
 )
 from vanilla_transformer.training.checkpoints import (
     TrainCheckpoint,
     checkpoint_paths,
     load_train_state,
 )
-from vanilla_transformer.training.loop import FitProgress, fit
+from vanilla_transformer.training.fit_loop import FitProgress, check_order, fit
 from vanilla_transformer.training.loss import teacher_forced_nll
 from vanilla_transformer.training.ranks import Ranks
 from vanilla_transformer.training.run_folder import RunFolder

@@ -52,7 +52,7 @@ def average_checkpoints(paths: Sequence[str | os.PathLike[str]]) -> dict[str, to
 
     Examples:
         >>> import tempfile, os
-        >>> from vanilla_transformer.training.checkpoints import average_checkpoints
+        >>> from vanilla_transformer.training.averaging import average_checkpoints
         >>> folder, paths = tempfile.mkdtemp(), []
         >>> for value in (1.0, 3.0):
         ...     paths.append(os.path.join(folder, f"{value}.pt"))

@@ -1,7 +1,7 @@
 """What the training loop calls after each step: each a small object with one job, and
 with its own state.
 
-[`fit`][vanilla_transformer.training.loop.fit] calls `on_step(progress)` of each callback, in
+[`fit`][vanilla_transformer.training.fit_loop.fit] calls `on_step(progress)` of each callback, in
 order, after every optimizer step, and `on_end(progress)` once when the loop ends (also after
 an error). A callback stops training by setting `progress.stop` to its reason. `MetricsLog`
 logs, `StopWhen` keeps a time limit, `CheckpointKeeper` validates (with a `Validator`), tells
@@ -9,7 +9,7 @@ its listeners each validation (`on_validation`), and saves, with each callback's
 `state_dict()`; `EarlyStopping` stops after `patience` validations without a better score.
 
 Where order matters, a callback says so in `after` (the callbacks that must run before it on
-each step), and `check_order` refuses another order: the step's log line comes before its
+each step), and `fit` refuses another order (`fit_loop.check_order`): the step's log line comes before its
 validation's, a stop before the checkpoint that records it, the progress bar is cleared before
 the checkpoint's line, and early stopping reads the validation of the step it decides on.
 """
@@ -31,9 +31,9 @@ from .run_folder import metrics_writer
 from .validation import VALID_KEYS, Validator, best_entry, sign
 
 if TYPE_CHECKING:
-    from .loop import FitProgress
+    from .fit_loop import FitProgress
 
-__all__ = ["Callback", "check_order", "MetricsLog", "StopWhen", "Policy", "CheckpointKeeper",
+__all__ = ["Callback", "MetricsLog", "StopWhen", "Policy", "CheckpointKeeper",
            "EarlyStopping", "ProgressBar"]
 
 Log = Callable[[str], None]
@@ -84,23 +84,6 @@ def _expect(condition: bool, problem: str) -> None:
     """A `ValueError` saying `problem` unless `condition` (a callback's saved state)."""
     if not condition:
         raise ValueError(problem)
-
-
-def check_order(callbacks: Sequence[object]) -> None:
-    """Refuse callbacks in an order their `after` forbids: a `ValueError` naming both.
-
-    Examples:
-        >>> check_order([StopWhen(Ranks(), None, None, print), EarlyStopping(
-        ...     Ranks(), metric="loss", patience=1, save_every=1, log=print)])
-    """
-    seen: set[str] = set()
-    names = {type(c).__name__ for c in callbacks}
-    for callback in callbacks:
-        for before in getattr(callback, "after", ()):
-            if before in names and before not in seen:
-                raise ValueError(f"{type(callback).__name__} must come after {before} among "
-                                 "the callbacks of fit")
-        seen.add(type(callback).__name__)
 
 
 class MetricsLog(Callback):

@@ -26,7 +26,8 @@ from ..inference.likelihood import exact_match  # re-exported: the copy task's s
 from ..model.encoder_decoder import EncoderDecoder, make_model_from_config
 from .callbacks import Callback
 from .checkpoints import load_rank_result, save_rank_result
-from .loop import FitProgress, TrainState, fit
+from .fit_loop import FitProgress, fit
+from .loop import TrainState
 from .loss import SimpleLossCompute, label_smoothed_kl
 from .ranks import Ranks, check_fits_memory, check_timeout, default_backend, free_port, join, leave
 from .schedule import make_optimizer

@@ -1,6 +1,5 @@
 """The training loop: `run_epoch`, one pass over the data with gradient accumulation, counting
-in a `TrainState`; and `fit`, the loop both tasks train with, which calls its callbacks
-([`callbacks`][vanilla_transformer.training.callbacks]) after every optimizer step.
+in a `TrainState`. [`fit`][vanilla_transformer.training.fit_loop.fit] runs it with callbacks.
 
 Explained on the [Training the copy task][training-guide] page.
 """
@@ -11,7 +10,7 @@ import contextlib
 import math
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import islice
 from typing import Any, TypedDict, Unpack
 
@@ -19,11 +18,10 @@ import torch
 from torch import nn
 
 from .._checks import check_choice, check_positive_int
-from .callbacks import check_order
 from .ranks import all_ranks_sum
 
 __all__ = ['MODES', 'TrainState', 'TrainingDiverged', 'gradients_are_finite', 'EpochOptions',
-           'run_epoch', 'FitProgress', 'FitOptions', 'fit']
+           'run_epoch', 'options_with_defaults']
 
 MODES = ("train", "train+log", "eval")
 """The values accepted by `run_epoch(mode=...)`; `"train+log"` is an alias of `"train"` kept
@@ -186,7 +184,10 @@ _EPOCH_DEFAULTS: dict[str, Any] = {
     "autocast": None, "scaler": None, "check_gradients": True}
 
 
-def _options(given: Mapping[str, Any], defaults: dict[str, Any], where: str) -> dict[str, Any]:
+def options_with_defaults(given: Mapping[str, Any], defaults: dict[str, Any],
+                          where: str) -> dict[str, Any]:
+    """`given` keyword arguments of `where` over their `defaults`; a `TypeError` naming an
+    unknown one."""
     unknown = sorted(set(given) - set(defaults))
     if unknown:
         raise TypeError(f"{where} got unknown keyword arguments {unknown}; expected some of "
@@ -252,7 +253,7 @@ def run_epoch(
     """
     check_choice("mode", mode, MODES)
     check_positive_int("accum_iter", accum_iter)
-    given = _options(options, _EPOCH_DEFAULTS, "run_epoch")
+    given = options_with_defaults(options, _EPOCH_DEFAULTS, "run_epoch")
     training = mode != "eval"
     if training and optimizer is None:
         raise ValueError(f"mode={mode!r} needs an optimizer; pass one or use mode='eval'")
@@ -297,104 +298,3 @@ def run_epoch(
     if total_tokens == 0:
         raise ValueError("data_iter yielded no batches")
     return total_loss / total_tokens, state
-
-
-_END = object()
-
-
-@dataclass
-class FitProgress:
-    """Where `fit` is, as its callbacks see it: optimizer steps, every step's loss and the
-    seconds, resumed ones included; `stop`, a callback's reason to end early (`""` while
-    none); and `run_epoch`'s counts of this call."""
-
-    step: int = 0
-    losses: list[float] = field(default_factory=list)
-    seconds: float = 0.0
-    stop: str = ""
-    counts: TrainState = field(default_factory=TrainState)
-
-    @property
-    def loss(self) -> float:
-        """The last step's loss."""
-        return self.losses[-1]
-
-
-class FitOptions(TypedDict, total=False):
-    """The keyword-only arguments of `fit` (see there)."""
-
-    callbacks: Sequence[Any]
-    progress: FitProgress | None
-    accum_iter: int
-    autocast: contextlib.AbstractContextManager[Any] | None
-    scaler: torch.amp.GradScaler | None
-    bar: bool
-    total: int | None
-    desc: str | None
-
-
-_FIT_DEFAULTS: dict[str, Any] = {
-    "callbacks": (), "progress": None, "accum_iter": 1, "autocast": None, "scaler": None,
-    "bar": False, "total": None, "desc": None}
-
-
-def fit(
-    batches: Iterable[Any],
-    model: nn.Module,
-    loss_compute: Callable[..., tuple[torch.Tensor, torch.Tensor]],
-    optimizer: torch.optim.Optimizer,
-    scheduler: Any | None = None,
-    **options: Unpack[FitOptions],
-) -> FitProgress:
-    """Train `model` on `batches` (one `run_epoch` pass in training mode), calling the
-    callbacks after every optimizer step, in their order (`check_order` refuses one their
-    `after` forbids); no batch is drawn once one sets `progress.stop`.
-    The other arguments are `run_epoch`'s.
-
-    Keyword Args:
-        callbacks (Sequence): called after every optimizer step, in order.
-        progress (FitProgress | None): where a resumed run starts.
-        accum_iter (int): batches per optimizer step (default 1).
-        autocast (AbstractContextManager | None): `run_epoch`'s. scaler (GradScaler | None):
-            `run_epoch`'s.
-        bar (bool): `run_epoch`'s `progress` (default false). total (int | None): its length.
-            desc (str | None): its label.
-
-    Examples:
-        >>> from vanilla_transformer.training import LabelSmoothing, SimpleLossCompute
-        >>> model = make_model(5, 5, N=1, d_model=16, d_ff=32, h=2, dropout=0.0)
-        >>> opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-        >>> compute = SimpleLossCompute(model.generator, LabelSmoothing(5, padding_idx=0))
-        >>> done = fit(data_gen(5, 4, 6, seq_len=4, seed=0), model, compute, opt, accum_iter=2)
-        >>> done.step, len(done.losses)
-        (3, 3)
-    """
-    given = _options(options, _FIT_DEFAULTS, "fit")
-    callbacks: Sequence[Any] = given["callbacks"]
-    check_order(callbacks)
-    progress: FitProgress = given["progress"] or FitProgress()
-    start = time.perf_counter() - progress.seconds
-
-    def stream() -> Iterator[Any]:
-        iterator = iter(batches)  # the stop is checked before a batch is drawn
-        while not progress.stop and (batch := next(iterator, _END)) is not _END:
-            yield batch
-
-    def on_step(state: TrainState, loss: float) -> None:
-        progress.step += 1
-        progress.losses.append(loss)
-        progress.seconds = time.perf_counter() - start
-        progress.counts = state
-        for callback in callbacks:
-            callback.on_step(progress)
-
-    model.train()
-    try:
-        run_epoch(stream(), model, loss_compute, optimizer, scheduler,
-                  accum_iter=given["accum_iter"], progress=given["bar"], total=given["total"],
-                  desc=given["desc"], on_step=on_step, autocast=given["autocast"],
-                  scaler=given["scaler"])
-    finally:
-        for callback in callbacks:
-            callback.on_end(progress)
-    return progress

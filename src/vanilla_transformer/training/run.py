@@ -32,7 +32,8 @@ from .callbacks import (
     StopWhen,
 )
 from .checkpoints import TrainCheckpoint
-from .loop import FitProgress, TrainingDiverged, fit
+from .fit_loop import FitProgress, fit
+from .loop import TrainingDiverged
 from .loss import SimpleLossCompute, label_smoothed_kl
 from .plan import Hooks, Prepared, RunPlan, check_options
 from .ranks import Ranks, amp_context, check_fits_memory, set_random_state

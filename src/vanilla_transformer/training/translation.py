@@ -8,7 +8,7 @@ $$\theta_{avg} = \frac{1}{k} \sum_{i=1}^{k} \theta_{(i)}$$
 This module is the entry: `train_translation` checks its arguments into a
 [`RunPlan`][vanilla_transformer.training.plan.RunPlan], and a
 [`Run`][vanilla_transformer.training.run.Run] trains it with
-[`fit`][vanilla_transformer.training.loop.fit], whose
+[`fit`][vanilla_transformer.training.fit_loop.fit], whose
 [`callbacks`][vanilla_transformer.training.callbacks] validate, checkpoint and log. A
 checkpoint holds all a resumed run needs to continue exactly where the uninterrupted one
 would be.
