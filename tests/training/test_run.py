@@ -227,3 +227,13 @@ def test_resume_writes_again_the_validation_line_a_kill_lost(corpus, old_run):
     again = [json.loads(line) for line in path.read_text().splitlines()]
     assert [m for m in again if m["step"] == 4 and "valid_loss" in m] == [json.loads(lost[0])]
     assert [m["step"] for m in again] == sorted(m["step"] for m in again)
+
+
+def test_a_checkpoint_of_the_previous_version_resumes(corpus, old_run):
+    newest = checkpoint_paths(old_run)[-1]
+    state = torch.load(newest, weights_only=True)
+    history = state["callbacks"].pop("checkpoints")["history"]
+    del state["callbacks"]
+    torch.save({**state, "version": 2, "history": history}, newest)
+    again = _train(corpus, old_run, resume=True, config=_config(max_steps=6))
+    assert [h["step"] for h in again.history] == [2, 4, 6]

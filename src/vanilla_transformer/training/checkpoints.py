@@ -299,6 +299,9 @@ class TrainCheckpoint:
         not fit its configuration."""
         state, _ = _read(path, TRAIN_STATE_FORMAT, "a training checkpoint", ("config", "model"))
         name = repr(os.fspath(path))
+        if state.get("version") == 2 and "callbacks" not in state:
+            # written before each callback kept its own state: the keeper's was `history`
+            state["callbacks"] = {"checkpoints": {"history": state.get("history", [])}}
         for key, (valid, expected) in _FIELDS.items():
             if key not in state:
                 raise ValueError(f"{name} is not a whole training checkpoint: it lacks {key!r}")
