@@ -1,17 +1,18 @@
 """What the training loop calls after each step: each a small object with one job, and
 with its own state.
 
-[`fit`][vanilla_transformer.training.fit_loop.fit] calls `on_step(progress)` of each callback, in
-order, after every optimizer step, and `on_end(progress)` once when the loop ends (also after
-an error). A callback stops training by setting `progress.stop` to its reason. `MetricsLog`
+[`fit`][vanilla_transformer.training.fit_loop.fit] calls `on_step(progress)` of each callback,
+in order, after every optimizer step, and `on_end(progress)` once when the loop ends (also
+after an error). A callback stops training by setting `progress.stop` to its reason. `MetricsLog`
 logs, `StopWhen` keeps a time limit, `CheckpointKeeper` validates (with a `Validator`), tells
 its listeners each validation (`on_validation`), and saves, with each callback's own
 `state_dict()`; `EarlyStopping` stops after `patience` validations without a better score.
 
 Where order matters, a callback says so in `after` (the callbacks that must run before it on
-each step), and `fit` refuses another order (`fit_loop.check_order`): the step's log line comes before its
-validation's, a stop before the checkpoint that records it, the progress bar is cleared before
-the checkpoint's line, and early stopping reads the validation of the step it decides on.
+each step), and `fit` refuses another order (`fit_loop.check_order`): the step's log line
+comes before its validation's, a stop before the checkpoint that records it, the progress bar
+is cleared before the checkpoint's line, and early stopping reads the validation of the step
+it decides on.
 """
 
 from __future__ import annotations
