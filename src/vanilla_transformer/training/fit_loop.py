@@ -100,10 +100,11 @@ def fit(
         callbacks (Sequence): called after every optimizer step, in order.
         progress (FitProgress | None): where a resumed run starts.
         accum_iter (int): batches per optimizer step (default 1).
-        autocast (AbstractContextManager | None): `run_epoch`'s. scaler (GradScaler | None):
-            `run_epoch`'s.
-        bar (bool): `run_epoch`'s `progress` (default false). total (int | None): its length.
-            desc (str | None): its label.
+        autocast (AbstractContextManager | None): `run_epoch`'s.
+        scaler (GradScaler | None): `run_epoch`'s.
+        bar (bool): `run_epoch`'s `progress` (default false).
+        total (int | None): the bar's length.
+        desc (str | None): the bar's label.
 
     Examples:
         >>> from vanilla_transformer.training import LabelSmoothing, SimpleLossCompute

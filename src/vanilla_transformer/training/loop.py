@@ -226,7 +226,8 @@ def run_epoch(
         train_state (TrainState | None): counts to continue (updated in place).
         progress (bool): a tqdm bar on stderr, of length `total` and label `desc` (default
             true).
-        total (int | None): the bar's length. desc (str | None): its label.
+        total (int | None): the bar's length.
+        desc (str | None): the bar's label.
         on_step (Callable | None): called after every update as
             `on_step(train_state, window's mean loss)`.
         autocast (AbstractContextManager | None): a context around each forward pass and loss.

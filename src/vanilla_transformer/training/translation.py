@@ -111,7 +111,8 @@ def train_translation(
             (default: computed).
         should_stop (Callable | None): asked after every step; true saves and stops
             (`"interrupted"`).
-        device (str): `"cpu"`, `"cuda"` or `"auto"`. amp (str): one of `AMP_MODES`.
+        device (str): `"cpu"`, `"cuda"` or `"auto"`.
+        amp (str): one of `AMP_MODES`.
         progress (bool): a progress bar on stderr.
         log (Callable | None): gets a line at each checkpoint and at the end.
         distributed (bool): train as one process of a `torchrun` job.
