@@ -16,14 +16,20 @@ from vanilla_transformer.training.callbacks import (
     CheckpointKeeper,
     EarlyStopping,
     MetricsLog,
+    Policy,
+    ProgressBar,
     StopWhen,
-    Validator,
-    best_entry,
 )
-from vanilla_transformer.training.checkpoints import checkpoint_paths, load_train_state
-from vanilla_transformer.training.loop import FitProgress, fit
+from vanilla_transformer.training.checkpoints import (
+    TrainCheckpoint,
+    checkpoint_paths,
+    load_train_state,
+)
+from vanilla_transformer.training.fit_loop import FitProgress, check_order, fit
 from vanilla_transformer.training.loss import teacher_forced_nll
 from vanilla_transformer.training.ranks import Ranks
+from vanilla_transformer.training.run_folder import RunFolder
+from vanilla_transformer.training.validation import Validator, best_entry
 
 
 def _tiny(vocab=5):
@@ -97,40 +103,55 @@ def test_the_validator_decodes_where_the_model_is():
     assert Validator(model, tokenizer, []).scores() == {}
 
 
-def _keeper(tmp_path, model, optimizer, history, **kwargs):
+def _keeper(tmp_path, model, optimizer, listeners=(), **kwargs):
     (tmp_path / "checkpoints").mkdir(exist_ok=True)
     metrics = MetricsLog(tmp_path, Ranks(), optimizer, every=100, resumed_at=None,
                          tensorboard=False)
-    options = dict(save_every=2, max_steps=6, average=2, keep_best=None)
-    state = {"config": model.config.to_dict(), "optimizer": {}, "scheduler": {}, "epoch": 0,
-             "position": 0}
-    return CheckpointKeeper(tmp_path, model, Ranks(), validator=Validator(model, None, []),
-                            metrics=metrics, state=lambda: state, history=history,
-                            log=lambda line: None, **{**options, **kwargs})
+    policy = Policy(**{**dict(save_every=2, max_steps=6, average=2, keep_best=None), **kwargs})
+    listeners = [metrics, *listeners]
+
+    def snapshot(progress, rng):
+        return TrainCheckpoint(
+            step=progress.step, seconds=progress.seconds,
+            losses=torch.tensor(progress.losses, dtype=torch.float64),
+            config=model.config.to_dict(), model=model.state_dict(),
+            optimizer={"state": {}, "param_groups": []}, scheduler={}, epoch=0, position=0,
+            rng=rng, callbacks={c.state_key: c.state_dict() for c in [keeper, *listeners]})
+
+    keeper = CheckpointKeeper(RunFolder(tmp_path), model, Ranks(), policy,
+                              Validator(model, None, []), listeners, snapshot,
+                              lambda line: None)
+    return keeper
 
 
 def test_the_checkpoint_keeper_keeps_the_last_saves_and_drops_a_stop_between_them(tmp_path):
     model, optimizer = _tiny()
-    keeper = _keeper(tmp_path, model, optimizer, [])
+    keeper = _keeper(tmp_path, model, optimizer)
     for step, stop in ((1, ""), (2, ""), (3, "interrupted"), (4, ""), (5, ""), (6, "")):
         progress = FitProgress(step=step, losses=[1.0] * step, stop=stop)
         assert keeper.due(progress) == (step % 2 == 0 or step == 6 or bool(stop))
         keeper.on_step(progress)
     assert [p.name for p in checkpoint_paths(tmp_path)] == ["step-0000004.pt", "step-0000006.pt"]
     state = load_train_state(checkpoint_paths(tmp_path)[-1])
-    assert state["step"] == 6 and [h["step"] for h in state["history"]] == [2, 3, 4, 6]
+    history = state["callbacks"]["checkpoints"]["history"]
+    assert state["step"] == 6 and [h["step"] for h in history] == [2, 3, 4, 6]
+
+
+def _validate(callback, step, **scores):
+    entry = {"step": step, **scores}
+    callback.on_validation(FitProgress(step=step), entry)
+    return entry
 
 
 @pytest.mark.parametrize("scores, patience, stops_at", [
     ([50, 80, 60, 70], 2, 8), ([50, 80, 60, 90], 2, None), ([50, 80, 60, 70], None, None)])
 def test_early_stopping_after_patience_validations_without_a_better_score(scores, patience,
                                                                           stops_at):
-    history = []
-    stopping = EarlyStopping(history, Ranks(), metric="exact", patience=patience, save_every=2,
+    stopping = EarlyStopping(Ranks(), metric="exact", patience=patience, save_every=2,
                              log=lambda line: None)
     stopped = None
     for i, score in enumerate(scores, 1):
-        history.append({"step": 2 * i, "valid_exact": score})
+        _validate(stopping, 2 * i, valid_exact=score)
         progress = FitProgress(step=2 * i)
         stopping.on_step(progress)
         if progress.stop and stopped is None:
@@ -140,11 +161,11 @@ def test_early_stopping_after_patience_validations_without_a_better_score(scores
 
 def test_early_stopping_and_the_best_entry_follow_the_lowest_loss():
     history = []
-    stopping = EarlyStopping(history, Ranks(), metric="loss", patience=2, save_every=2,
+    stopping = EarlyStopping(Ranks(), metric="loss", patience=2, save_every=2,
                              log=lambda line: None)
     stopped = []
     for i, loss in enumerate([3.0, 2.0, 2.5, 2.0, 2.2], 1):  # a tie is not better
-        history.append({"step": 2 * i, "valid_loss": loss, "valid_exact": 10.0 * i})
+        history.append(_validate(stopping, 2 * i, valid_loss=loss, valid_exact=10.0 * i))
         progress = FitProgress(step=2 * i)
         stopping.on_step(progress)
         stopped.append(progress.stop)
@@ -153,11 +174,31 @@ def test_early_stopping_and_the_best_entry_follow_the_lowest_loss():
     assert best_entry(history, "valid_exact")["step"] == 10
 
 
+def test_early_stopping_resumed_from_its_state_decides_as_the_uninterrupted_one():
+    def stopping():
+        return EarlyStopping(Ranks(), metric="loss", patience=2, save_every=2,
+                             log=lambda line: None)
+
+    whole, first = stopping(), stopping()
+    for step, loss in ((2, 3.0), (4, 2.0), (6, 2.5)):
+        _validate(whole, step, valid_loss=loss)
+        _validate(first, step, valid_loss=loss)
+    resumed = stopping()
+    resumed.load_state_dict(first.state_dict())
+    assert resumed.state_dict() == whole.state_dict() == {"best": 2.0, "best_step": 4,
+                                                          "since": 1}
+    for callback in (whole, resumed):
+        _validate(callback, 8, valid_loss=2.1)
+        progress = FitProgress(step=8)
+        callback.on_step(progress)
+        assert progress.stop == "patience"
+
+
 def test_the_keeper_keeps_the_checkpoint_of_the_lowest_validation_loss(tmp_path):
     from vanilla_transformer.training.checkpoints import load_checkpoint
 
     model, optimizer = _tiny()
-    keeper = _keeper(tmp_path, model, optimizer, [], keep_best="loss")
+    keeper = _keeper(tmp_path, model, optimizer, keep_best="loss")
     scores = dict(valid_exact=0.0, valid_bleu=0.0, valid_chrf=0.0)
     losses = iter([dict(scores, valid_loss=x, valid_ppl=math.exp(x)) for x in (2.0, 1.0, 1.5)])
     keeper.validator.scores = lambda: next(losses)
@@ -168,3 +209,51 @@ def test_the_keeper_keeps_the_checkpoint_of_the_lowest_validation_loss(tmp_path)
     lines = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [m["valid_loss"] for m in lines] == [2.0, 1.0, 1.5]
     assert {"valid_ppl", "valid_exact", "valid_bleu", "valid_chrf"} <= set(lines[0])
+
+
+def test_the_keeper_tells_its_listeners_each_validation_before_it_saves(tmp_path):
+    model, optimizer = _tiny()
+    stopping = EarlyStopping(Ranks(), metric="loss", patience=1, save_every=2,
+                             log=lambda line: None)
+    keeper = _keeper(tmp_path, model, optimizer, [stopping])
+    losses = iter([dict(valid_loss=x, valid_ppl=math.exp(x), valid_exact=0.0, valid_bleu=0.0,
+                        valid_chrf=0.0) for x in (2.0, 1.0)])
+    keeper.validator.scores = lambda: next(losses)
+    for step in (2, 4):
+        keeper.on_step(FitProgress(step=step, losses=[1.0] * step))
+    saved = load_train_state(checkpoint_paths(tmp_path)[-1])["callbacks"]
+    # the checkpoint of step 4 holds the state after its own validation
+    assert saved["early_stopping"] == {"best": 1.0, "best_step": 4, "since": 0}
+    assert saved["metrics"]["validation"]["step"] == 4
+    assert [h["step"] for h in saved["checkpoints"]["history"]] == [2, 4]
+
+
+def test_a_missing_validation_line_is_written_again_on_resume(tmp_path):
+    # a run killed between its checkpoint and the validation's line in metrics.jsonl
+    _, optimizer = _tiny()
+    (tmp_path / "metrics.jsonl").write_text('{"step": 4, "loss": 1.5}\n')
+    log = MetricsLog(tmp_path, Ranks(), optimizer, every=4, resumed_at=4, tensorboard=False)
+    validation = {"step": 4, "loss": 1.5, "valid_loss": 2.0}
+    log.load_state_dict({"losses": [], "validation": validation})
+    lines = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert lines == [{"step": 4, "loss": 1.5}, validation]
+    log.load_state_dict({"losses": [], "validation": validation})  # present: not twice
+    assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 2
+
+
+def test_the_order_of_callbacks_is_stated_and_checked(tmp_path):
+    model, optimizer = _tiny()
+    keeper = _keeper(tmp_path, model, optimizer)
+    stop = StopWhen(Ranks(), None, None, print)
+    stopping = EarlyStopping(Ranks(), metric="loss", patience=1, save_every=2, log=print)
+    check_order([keeper.listeners[0], stop, keeper, stopping])
+    for wrong, message in (([keeper, stop], "CheckpointKeeper must come after StopWhen"),
+                           ([stopping, keeper], "EarlyStopping must come after Checkpoint"),
+                           ([keeper, keeper.listeners[0]], "after MetricsLog")):
+        with pytest.raises(ValueError, match=message):
+            check_order(wrong)
+        with pytest.raises(ValueError, match=message):
+            fit(data_gen(5, 2, 2, seq_len=4, seed=0), model,
+                SimpleLossCompute(model.generator, LabelSmoothing(5, 0)), optimizer,
+                callbacks=wrong)
+    assert ProgressBar.__name__ in CheckpointKeeper.after

@@ -173,17 +173,53 @@ def test_a_checkpoint_with_code_keeps_torchs_warning(tmp_path):
         load_checkpoint(tmp_path / "evil.pt")
 
 
-@pytest.mark.parametrize("steps, average, window", [
-    ([500, 877], 5, [877]),  # a short run: the older checkpoint would mix in a weaker model
-    ([800, 900, 1000, 1100, 1200], 5, [1000, 1100, 1200]),  # the last fifth of the run
-    ([1200, 800, 1000], 2, [1000, 1200]),  # by step, not by the order given; at most `average`
-    ([9_999_999, 10_000_000, 3], 5, [9_999_999, 10_000_000]),  # steps, never names, decide
-    ([7], 5, [7]),
-    ([], 5, []),
-])
-def test_averaging_window_keeps_the_end_of_the_run(steps, average, window):
-    from vanilla_transformer.training.checkpoints import AVERAGE_SPAN, averaging_window
+def test_a_process_result_is_one_tagged_format(tmp_path):
+    from vanilla_transformer.training.checkpoints import load_rank_result, save_rank_result
 
-    assert averaging_window(steps, average) == window
-    if window:
-        assert all(step >= max(steps) * (1 - AVERAGE_SPAN) for step in window)
+    model = make_model(5, 5, N=1, d_model=16, d_ff=32, h=2)
+    path = save_rank_result(tmp_path, 1, losses=[2.0, 1.5], state_dict=model.state_dict(),
+                            train_state={"step": 2})
+    assert path.name == "rank1.pt"
+    back = load_rank_result(tmp_path, 1)
+    assert back["losses"] == [2.0, 1.5] and back["train_state"] == {"step": 2}
+    assert torch.equal(back["state_dict"]["generator.proj.weight"],
+                       model.state_dict()["generator.proj.weight"])
+    torch.save({"losses": [1.0]}, tmp_path / "rank0.pt")  # untagged: refused, named
+    with pytest.raises(ValueError, match=r"rank0\.pt' is not a process's result"):
+        load_rank_result(tmp_path, 0)
+
+
+def test_a_training_checkpoint_is_named_by_its_step_and_read_back_whole(tmp_path):
+    from vanilla_transformer.training.checkpoints import (
+        CHECKPOINT_NAME,
+        TrainCheckpoint,
+        checkpoint_paths,
+    )
+    from vanilla_transformer.training.ranks import random_state
+
+    model = make_model(5, 5, N=1, d_model=16, d_ff=32, h=2)
+    checkpoint = TrainCheckpoint(
+        step=42, seconds=1.5, losses=torch.ones(42, dtype=torch.float64),
+        config=model.config.to_dict(), model=model.state_dict(),
+        optimizer={"state": {}, "param_groups": []}, scheduler={}, epoch=1, position=3,
+        rng=random_state(torch.device("cpu")), callbacks={"checkpoints": {"history": []}})
+    (tmp_path / "checkpoints").mkdir()
+    path = checkpoint.save(tmp_path)
+    assert path.name == CHECKPOINT_NAME.format(step=42) == "step-0000042.pt"
+    assert checkpoint_paths(tmp_path) == [path]
+    back = TrainCheckpoint.read(path)
+    assert (back.step, back.epoch, back.position, back.callbacks) == (42, 1, 3, checkpoint.callbacks)
+    assert torch.equal(back.rng["torch"], checkpoint.rng["torch"])
+    path.rename(tmp_path / "checkpoints" / "step-0000043.pt")
+    with pytest.raises(ValueError, match="holds step 42, not the step its name says"):
+        TrainCheckpoint.read(tmp_path / "checkpoints" / "step-0000043.pt")
+
+
+def test_the_random_state_round_trips():
+    from vanilla_transformer.training.ranks import random_state, set_random_state
+
+    cpu = torch.device("cpu")
+    saved = random_state(cpu)
+    first = torch.rand(3)
+    set_random_state(saved, cpu)
+    assert torch.equal(torch.rand(3), first)

@@ -186,8 +186,9 @@ def test_one_wait_for_every_process():
     import inspect
 
     from vanilla_transformer.config import DEFAULT_TIMEOUT, TRANSLATE_TIMEOUT
-    from vanilla_transformer.training import train_translation
+    from vanilla_transformer.training.plan import TRAIN_DEFAULTS
 
-    for function in (train_distributed, run_local, train_translation):
+    for function in (train_distributed, run_local):
         assert inspect.signature(function).parameters["timeout"].default == DEFAULT_TIMEOUT
+    assert TRAIN_DEFAULTS["timeout"] == DEFAULT_TIMEOUT  # train_translation's
     assert TRANSLATE_TIMEOUT == DEFAULT_TIMEOUT < 30 * 60  # shorter than PyTorch's own

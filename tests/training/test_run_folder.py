@@ -5,7 +5,8 @@ import os
 
 import pytest
 
-from vanilla_transformer.training.run_folder import RunLock, metrics_writer, remove_stale_temporaries
+from vanilla_transformer._io import RunLock
+from vanilla_transformer.training.run_folder import metrics_writer, remove_stale_temporaries
 
 
 def test_a_resumed_run_drops_a_cut_short_metrics_line_and_later_steps(tmp_path):

@@ -64,8 +64,8 @@ def test_checkpoints_hold_the_whole_training_state(corpus, tmp_path):
     assert state["step"] == 11 and state["scheduler"]["last_epoch"] == 11
     assert isinstance(state["rng"]["torch"], torch.Tensor)
     assert state["losses"].tolist() == run.losses
-    assert [h["step"] for h in state["history"]] == [5, 10, 11]
-    assert all(0 <= h["valid_exact"] <= 100 for h in state["history"])
+    assert [h["step"] for h in state["callbacks"]["checkpoints"]["history"]] == [5, 10, 11]
+    assert all(0 <= h["valid_exact"] <= 100 for h in state["callbacks"]["checkpoints"]["history"])
     assert (tmp_path / "tokenizer.json").is_file() and (tmp_path / "config.json").is_file()
 
 

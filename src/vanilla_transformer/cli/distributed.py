@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     import torch
 
-    from .._io import atomic_torch_save
+    from ..training.checkpoints import save_rank_result
     from ..training.copy_task import train_distributed
     from ..training.ranks import check_fits_memory, check_timeout
 
@@ -76,9 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     run = train_distributed(config, backend=args.backend, progress=not args.no_progress,
                             timeout=args.timeout)
     if args.out:
-        atomic_torch_save({"losses": run.losses, "state_dict": run.model.state_dict(),
-                           "train_state": vars(run.train_state)},
-                          os.path.join(args.out, f"rank{run.rank}.pt"))
+        save_rank_result(args.out, run.rank, losses=run.losses,
+                         state_dict=run.model.state_dict(), train_state=vars(run.train_state))
     if run.rank == 0:
         print(f"{run.world_size} ranks ({run.backend}), {config.batch_size} sequences each; "
               f"final loss: {run.losses[-1]:.6f}")

@@ -21,7 +21,6 @@ import contextlib
 import dataclasses
 import itertools
 import json
-import os
 import signal
 import sys
 from pathlib import Path
@@ -329,7 +328,7 @@ def run_train(args: argparse.Namespace) -> int:
     from ..data.numbers import read_tsv
     from ..data.translation_batches import file_fingerprint
     from ..training.loop import TrainingDiverged
-    from ..training.ranks import ProcessZeroError, check_timeout
+    from ..training.ranks import ProcessZeroError, check_timeout, process_rank
     from ..training.translation import train_translation
 
     if args.new_data and not args.resume:
@@ -344,7 +343,7 @@ def run_train(args: argparse.Namespace) -> int:
     fingerprint = {"path": str(Path(args.train).resolve()), **file_fingerprint(args.train)}
     torch.set_num_threads(args.threads)
     log = _print if args.no_progress else _tqdm_write
-    follower = args.distributed and os.environ.get("RANK", "0") != "0"
+    follower = process_rank(args.distributed) != 0
     if follower:  # process 0 speaks for the job
         log, args.no_progress = (lambda line: None), True
     else:

@@ -15,7 +15,8 @@ from .copy_task import (
     train_copy_model,
     train_distributed,
 )
-from .loop import MODES, FitProgress, TrainState, fit, run_epoch
+from .fit_loop import FitProgress, fit
+from .loop import MODES, TrainState, run_epoch
 from .loss import LabelSmoothing, SimpleLossCompute, label_smoothed_kl
 from .ranks import default_backend, free_port
 from .schedule import make_optimizer, rate

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import collections
 import errno
+import math
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import IO, Any
 
@@ -29,11 +31,11 @@ from ..model.encoder_decoder import model_state as model_state
 
 __all__ = [
     "MODEL_FILE", "TOKENIZER_FILE", "CONFIG_FILE", "METRICS_FILE", "CHECKPOINTS", "LOCK_FILE",
-    "BEST_FILE", "IDS_FOLDER", "STAGED_IDS", "TENSORBOARD_FOLDER", "TRAIN_STATE_FORMAT",
-    "CHECKPOINT_FORMAT", "AVERAGE_SPAN", "naming", "save_atomically", "write_json",
-    "checkpoint_paths", "step_of", "save_train_state", "load_train_state", "averaging_window",
-    "average_checkpoints", "save_checkpoint", "load_checkpoint", "model_state",
-    "load_model_state", "check_weights_fit_config",
+    "BEST_FILE", "IDS_FOLDER", "STAGING", "SWAP_MARK", "TENSORBOARD_FOLDER", "TRAIN_STATE_FORMAT",
+    "CHECKPOINT_FORMAT", "naming", "save_atomically", "write_json",
+    "checkpoint_paths", "step_of", "CHECKPOINT_NAME", "TrainCheckpoint", "load_train_state",
+    "RANK_RESULT_FORMAT", "save_rank_result", "load_rank_result", "save_checkpoint",
+    "load_checkpoint", "model_state", "load_model_state", "check_weights_fit_config", "load_plain",
 ]
 
 MODEL_FILE, TOKENIZER_FILE, CONFIG_FILE, METRICS_FILE, CHECKPOINTS = (
@@ -44,9 +46,12 @@ MODEL_FILE, TOKENIZER_FILE, CONFIG_FILE, METRICS_FILE, CHECKPOINTS = (
 BEST_FILE = "best.pt"
 """In `CHECKPOINTS/`: the checkpoint with the best validation score (with `keep_best`)."""
 
-IDS_FOLDER, STAGED_IDS = "ids", ".ids-staged"
-"""Where a run fed a TSV file keeps its token ids (reused on resume), and where a run that
-replaces another (`overwrite`) tokenises its data until it is accepted."""
+IDS_FOLDER = "ids"
+"""Where a run fed a TSV file keeps its token ids (reused on resume)."""
+
+STAGING, SWAP_MARK = ".staged-run", "SWAP"
+"""Where a run that replaces another (`overwrite`) writes until its first checkpoint, and the
+file in it that says the swap has begun (an interrupted swap is finished on the next open)."""
 
 TENSORBOARD_FOLDER = "tensorboard"
 """Where `tensorboard=True` writes its event files."""
@@ -56,11 +61,6 @@ CHECKPOINT_FORMAT = "vanilla-transformer-checkpoint"
 
 TRAIN_STATE_FORMAT = "vanilla-transformer-train-state"
 """The `format` field of the training checkpoints in `RUN/checkpoints/`."""
-
-AVERAGE_SPAN = 0.2
-"""The last part of a run whose checkpoints `model.pt` averages: a fifth of its steps. Averaging
-helps once the weights move little, as at the end of the paper's long runs; earlier in a short
-run it mixes in a weaker model."""
 
 _STEP_NAME = re.compile(r"step-(\d{1,30})\.pt")
 
@@ -152,7 +152,7 @@ def _read(path: str | os.PathLike[str], form: str, what: str, keys: tuple[str, .
     """The file of format `form` at `path` and its `ModelConfig`, once it holds the dicts
     `keys` (configuration and weights first) and the weights fit the configuration."""
     name = repr(os.fspath(path))
-    data = _load(path, f"{name} is not {what}", map_location)
+    data = load_plain(path, f"{name} is not {what}", map_location)
     if not isinstance(data, dict) or data.get("format") != form:
         raise ValueError(f"{name} is not {what}")
     missing = [k for k in keys if not isinstance(data.get(k), dict)]
@@ -184,88 +184,189 @@ def load_checkpoint(
     return model.eval(), data["metadata"]
 
 
-def save_train_state(path: Path, **state: Any) -> None:
-    """Write a training checkpoint atomically and read it back: one that does not load is an
-    `OSError` naming it now, not on resume."""
-    save_atomically(path, lambda f: torch.save(
-        {"format": TRAIN_STATE_FORMAT, "version": 2, **state}, f))
-    try:
-        load_train_state(path)  # its step is checked against its name
-    except ValueError as error:
-        path.unlink(missing_ok=True)  # the previous checkpoints stay the newest
-        raise OSError(errno.EIO, f"the checkpoint just written does not read back, and was "
-                      f"removed ({' '.join(str(error).split())[:200]})", str(path)) from None
+CHECKPOINT_NAME = "step-{step:07d}.pt"
+"""The name of the training checkpoint of a step, in `CHECKPOINTS/` (`step-0000042.pt`)."""
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _seconds(value: Any) -> bool:
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and math.isfinite(value) and value >= 0)
+
+
+def _losses(value: Any) -> bool:
+    return isinstance(value, torch.Tensor) and value.dim() == 1 and value.is_floating_point()
+
+
+def _generator(value: Any) -> bool:
+    return (isinstance(value, torch.Tensor) and value.dtype == torch.uint8
+            and value.dim() == 1)
+
+
+def _rng(value: Any) -> bool:
+    """Process 0's `random_state` (`"torch"`, with `"cuda"` or `"mps"` when used); with
+    several processes, `"ranks"`: each one's CPU state, and `"devices"`: each one's others."""
+    if not isinstance(value, dict) or not _generator(value.get("torch")):
+        return False
+    if value["torch"].numel() != torch.get_rng_state().numel():
+        return False
+    ranks, devices = value.get("ranks", []), value.get("devices", [])
+    return (all(_generator(value[k]) for k in ("cuda", "mps") if k in value)
+            and isinstance(ranks, list) and all(_generator(r) for r in ranks)
+            and isinstance(devices, list) and all(isinstance(d, dict) and all(
+                _generator(t) for t in d.values()) for d in devices))
+
+
+def _optimizer(value: Any) -> bool:
+    return (isinstance(value, dict) and isinstance(value.get("state"), dict)
+            and isinstance(value.get("param_groups"), list))
+
+
+def _callbacks(value: Any) -> bool:
+    return isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, dict)
+                                           for k, v in value.items())
+
+
+_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "step": (_count, "a step count (an int, 0 or more)"),
+    "seconds": (_seconds, "seconds (a finite number, 0 or more)"),
+    "losses": (_losses, "a 1-D float tensor of every step's loss"),
+    "optimizer": (_optimizer, "an optimizer's state_dict ('state' and 'param_groups')"),
+    "scheduler": (lambda v: isinstance(v, dict), "a scheduler's state_dict (a dict)"),
+    "epoch": (_count, "an epoch (an int, 0 or more)"),
+    "position": (_count, "a batch position (an int, 0 or more)"),
+    "rng": (_rng, "random states ('torch': the CPU generator's uint8 tensor, and the "
+                  "accelerators' and processes' beside it)"),
+    "callbacks": (_callbacks, "the callbacks' states (a dict of dicts by name)"),
+}
+
+
+@dataclass
+class TrainCheckpoint:
+    """A training checkpoint: all a resumed run needs to continue exactly where the
+    uninterrupted one would be. This class is its one definition: its fields, its file name
+    (`CHECKPOINT_NAME`), its writer (`save`) and its reader (`read`), which checks the type
+    of every field and names the file in every error.
+
+    Attributes:
+        step: optimizer steps taken. seconds: training time so far. losses: every step's
+            loss (float64). config: the model's `ModelConfig.to_dict()`. model: its weights.
+        optimizer: scheduler: their `state_dict()`. epoch: position: where the batches are.
+        rng: the random states of every process and device in use (`ranks.random_state`).
+        callbacks: each callback's `state_dict()`, by its `state_key`.
+    """
+
+    step: int
+    seconds: float
+    losses: torch.Tensor
+    config: dict[str, Any]
+    model: dict[str, torch.Tensor]
+    optimizer: dict[str, Any]
+    scheduler: dict[str, Any]
+    epoch: int
+    position: int
+    rng: dict[str, Any]
+    callbacks: dict[str, dict[str, Any]]
+
+    @staticmethod
+    def path(folder: str | os.PathLike[str], step: int) -> Path:
+        """Where the checkpoint of `step` of the run in `folder` is written."""
+        return Path(os.fspath(folder)) / CHECKPOINTS / CHECKPOINT_NAME.format(step=step)
+
+    def save(self, folder: str | os.PathLike[str]) -> Path:
+        """Write the checkpoint atomically into `folder`'s `CHECKPOINTS/` and read it back:
+        one that does not load is an `OSError` naming it now, not on resume."""
+        path = self.path(folder, self.step)
+        data = {"format": TRAIN_STATE_FORMAT, "version": 3,
+                **{f.name: getattr(self, f.name) for f in fields(self)}}
+        save_atomically(path, lambda f: torch.save(data, f))
+        try:
+            self.read(path)
+        except ValueError as error:
+            path.unlink(missing_ok=True)  # the previous checkpoints stay the newest
+            raise OSError(errno.EIO, f"the checkpoint just written does not read back, and "
+                          f"was removed ({' '.join(str(error).split())[:200]})",
+                          str(path)) from None
+        return path
+
+    @classmethod
+    def read(cls, path: str | os.PathLike[str]) -> TrainCheckpoint:
+        """Read a training checkpoint; a `ValueError` naming the file if it is none, holds
+        another step than its name says, holds a field of the wrong type, or weights that do
+        not fit its configuration."""
+        state, _ = _read(path, TRAIN_STATE_FORMAT, "a training checkpoint", ("config", "model"))
+        name = repr(os.fspath(path))
+        if state.get("version") == 2 and "callbacks" not in state:
+            # written before each callback kept its own state: the keeper's was `history`
+            state["callbacks"] = {"checkpoints": {"history": state.get("history", [])}}
+        for key, (valid, expected) in _FIELDS.items():
+            if key not in state:
+                raise ValueError(f"{name} is not a whole training checkpoint: it lacks {key!r}")
+            if not valid(state[key]):
+                raise ValueError(f"{name} holds a bad {key!r}: "
+                                 f"{_describe(state[key])} where {expected} belongs")
+        if len(state["losses"]) != state["step"]:
+            raise ValueError(f"{name} holds a bad 'losses': {len(state['losses'])} losses for "
+                             f"{state['step']} steps")
+        file_name = Path(os.fspath(path)).name
+        if _STEP_NAME.fullmatch(file_name) and state["step"] != step_of(Path(file_name)):
+            raise ValueError(f"{name} holds step {state['step']}, not the step its name says")
+        return cls(**{f.name: state[f.name] for f in fields(cls)})
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"a {value.dtype} tensor of shape {tuple(value.shape)}"
+    return f"a {type(value).__name__}"
 
 
 def load_train_state(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Read a training checkpoint; a `ValueError` if it is none, holds another step than its
-    name says, or its weights do not fit its configuration."""
-    state, _ = _read(path, TRAIN_STATE_FORMAT, "a training checkpoint", ("config", "model"))
-    step, name = state.get("step"), Path(os.fspath(path)).name
-    if _STEP_NAME.fullmatch(name) and step != step_of(Path(name)):
-        raise ValueError(f"{os.fspath(path)}: holds step {step!r}, not the step its name says")
-    return state
+    """The fields of the training checkpoint at `path` as a dict
+    ([`TrainCheckpoint.read`][vanilla_transformer.training.checkpoints.TrainCheckpoint.read])."""
+    checkpoint = TrainCheckpoint.read(path)
+    return {f.name: getattr(checkpoint, f.name) for f in fields(checkpoint)}
 
 
-def averaging_window(steps: Sequence[int], average: int) -> list[int]:
-    """The steps `model.pt` averages: of the last `average`, those in the run's last
-    `AVERAGE_SPAN`.
-
-    Examples:
-        >>> averaging_window([500, 877], average=5)  # step 500 is too early to help
-        [877]
-        >>> averaging_window([800, 900, 1000, 1100, 1200], average=5)
-        [1000, 1100, 1200]
-    """
-    if not steps:
-        return []
-    kept = sorted(steps)[-average:]
-    return [step for step in kept if step >= kept[-1] * (1 - AVERAGE_SPAN)]
+RANK_RESULT_FORMAT = "vanilla-transformer-rank-result"
+"""The `format` field of the file each process of a copy-task job writes (`rank<r>.pt`)."""
 
 
-def average_checkpoints(paths: Sequence[str | os.PathLike[str]]) -> dict[str, torch.Tensor]:
-    r"""The element-wise mean of the models in `paths` (section 6.1), training checkpoints or
-    `save_checkpoint` files, in float64 (other tensors the last file's). A `ValueError` if
-    `paths` is empty or the files hold different parameters.
-
-    Examples:
-        >>> import tempfile, os
-        >>> from vanilla_transformer.training.checkpoints import average_checkpoints
-        >>> folder, paths = tempfile.mkdtemp(), []
-        >>> for value in (1.0, 3.0):
-        ...     paths.append(os.path.join(folder, f"{value}.pt"))
-        ...     torch.save({"state_dict": {"w": torch.full((2,), value)}}, paths[-1])
-        >>> average_checkpoints(paths)["w"]
-        tensor([2., 2.])
-    """
-    if len(paths) == 0:
-        raise ValueError("average_checkpoints needs at least one checkpoint")
-    total: dict[str, torch.Tensor] = {}
-    last: dict[str, torch.Tensor] = {}
-    for path in paths:
-        data = _load(path, f"{os.fspath(path)}: not a readable checkpoint")
-        state = data.get("model", data.get("state_dict")) if isinstance(data, dict) else None
-        if not isinstance(state, dict):
-            raise ValueError(f"{os.fspath(path)}: holds no model state_dict")
-        if total and set(state) != set(total):
-            raise ValueError(f"{os.fspath(path)} holds different parameters from {paths[0]}")
-        for name, tensor in state.items():
-            if tensor.is_floating_point():
-                total[name] = total.get(name, 0) + tensor.double()
-            else:
-                total.setdefault(name, tensor)
-        last = state
-    return {name: (total[name] / len(paths)).to(t.dtype) if t.is_floating_point() else t
-            for name, t in last.items()}
+def save_rank_result(folder: str | os.PathLike[str], rank: int, *, losses: list[float],
+                     state_dict: dict[str, torch.Tensor], train_state: dict[str, int]) -> Path:
+    """Write process `rank`'s result of a copy-task job to `folder/rank<rank>.pt`,
+    atomically."""
+    path = Path(os.fspath(folder)) / f"rank{rank}.pt"
+    data = {"format": RANK_RESULT_FORMAT, "version": 1, "losses": list(losses),
+            "state_dict": dict(state_dict), "train_state": dict(train_state)}
+    save_atomically(path, lambda f: torch.save(data, f))
+    return path
 
 
-def _load(path: str | os.PathLike[str], refusal: str,
+def load_rank_result(folder: str | os.PathLike[str], rank: int) -> dict[str, Any]:
+    """Process `rank`'s result written by `save_rank_result`: a dict of its `losses`,
+    `state_dict` and `train_state`; a `ValueError` naming the file if it is not one."""
+    path = Path(os.fspath(folder)) / f"rank{rank}.pt"
+    data = load_plain(path, f"{str(path)!r} is not a process's result")
+    if not isinstance(data, dict) or data.get("format") != RANK_RESULT_FORMAT:
+        raise ValueError(f"{str(path)!r} is not a process's result (no {RANK_RESULT_FORMAT!r} "
+                         "format)")
+    return {key: data[key] for key in ("losses", "state_dict", "train_state")}
+
+
+def load_plain(path: str | os.PathLike[str], refusal: str,
           map_location: str | torch.device = "cpu") -> Any:
     """`torch.load(weights_only=True)`, any error but an `OSError` a `ValueError`."""
     try:
         return torch.load(path, map_location=map_location, weights_only=True)
-    except OSError:
-        raise
+    except OSError as error:
+        if error.filename is not None:
+            raise
+        # a cut-short file: torch's reader fails to seek, naming nothing ("Invalid argument")
+        raise ValueError(f"{refusal}: it is cut short or damaged ({error.strerror or error}); "
+                         "an interrupted copy, or a full disk when it was written") from None
     except Exception as error:  # torch.load raises any type for a foreign file
         # in full: torch's own message warns against weights_only=False, which can run code
         reason = " ".join(str(error).split()) or type(error).__name__

@@ -20,13 +20,14 @@ import torch
 import torch.multiprocessing as mp
 
 from .._checks import check_positive_int
-from .._io import atomic_torch_save
 from ..config import COPY_MODEL, DEFAULT_TIMEOUT, CopyTaskConfig
 from ..data.copy_task import PAD, shard_batches
 from ..inference.likelihood import exact_match  # re-exported: the copy task's score
 from ..model.encoder_decoder import EncoderDecoder, make_model_from_config
 from .callbacks import Callback
-from .loop import FitProgress, TrainState, fit
+from .checkpoints import load_rank_result, save_rank_result
+from .fit_loop import FitProgress, fit
+from .loop import TrainState
 from .loss import SimpleLossCompute, label_smoothed_kl
 from .ranks import Ranks, check_fits_memory, check_timeout, default_backend, free_port, join, leave
 from .schedule import make_optimizer
@@ -200,9 +201,8 @@ def _local_worker(rank: int, world_size: int, port: int, config: CopyTaskConfig,
                       WORLD_SIZE=str(world_size), LOCAL_RANK=str(rank))
     torch.set_num_threads(threads)
     run = train_distributed(config, backend="gloo", timeout=timeout)
-    atomic_torch_save({"losses": run.losses, "state_dict": run.model.state_dict(),
-                       "train_state": vars(run.train_state)},
-                      os.path.join(out_dir, f"rank{rank}.pt"))
+    save_rank_result(out_dir, rank, losses=run.losses, state_dict=run.model.state_dict(),
+                     train_state=vars(run.train_state))
 
 
 def run_local(config: CopyTaskConfig | None = None, world_size: int = 2, *, threads: int = 1,
@@ -223,5 +223,4 @@ def run_local(config: CopyTaskConfig | None = None, world_size: int = 2, *, thre
         spawn: Any = mp.spawn  # type: ignore[attr-defined]
         spawn(_local_worker, args=(world_size, free_port(), config, out_dir, threads, wait),
               nprocs=world_size, join=True)
-        return [torch.load(os.path.join(out_dir, f"rank{r}.pt"), weights_only=True)
-                for r in range(world_size)]
+        return [load_rank_result(out_dir, r) for r in range(world_size)]

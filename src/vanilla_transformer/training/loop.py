@@ -1,6 +1,5 @@
 """The training loop: `run_epoch`, one pass over the data with gradient accumulation, counting
-in a `TrainState`; and `fit`, the loop both tasks train with, which calls its callbacks
-([`callbacks`][vanilla_transformer.training.callbacks]) after every optimizer step.
+in a `TrainState`. [`fit`][vanilla_transformer.training.fit_loop.fit] runs it with callbacks.
 
 Explained on the [Training the copy task][training-guide] page.
 """
@@ -10,10 +9,10 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from itertools import islice
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import torch
 from torch import nn
@@ -21,8 +20,8 @@ from torch import nn
 from .._checks import check_choice, check_positive_int
 from .ranks import all_ranks_sum
 
-__all__ = ['MODES', 'TrainState', 'TrainingDiverged', 'gradients_are_finite', 'run_epoch',
-           'FitProgress', 'fit']
+__all__ = ['MODES', 'TrainState', 'TrainingDiverged', 'gradients_are_finite', 'EpochOptions',
+           'run_epoch', 'options_with_defaults']
 
 MODES = ("train", "train+log", "eval")
 """The values accepted by `run_epoch(mode=...)`; `"train+log"` is an alias of `"train"` kept
@@ -111,19 +110,24 @@ def _update(
         scheduler.step()
 
 
-def _window(
-    window: list[Any],
-    model: nn.Module,
-    loss_compute: Callable[..., tuple[torch.Tensor, torch.Tensor]],
-    training: bool,
-    ranks: int,
-    precision: contextlib.AbstractContextManager[Any],
-    scaler: torch.amp.GradScaler | None,
-    state: TrainState,
-    bar: Any,
-    seen: int,
-) -> tuple[float, int]:
+@dataclass
+class _Pass:
+    """What every window of one `run_epoch` pass is run with."""
+
+    model: nn.Module
+    loss_compute: Callable[..., tuple[torch.Tensor, torch.Tensor]]
+    training: bool
+    ranks: int
+    precision: contextlib.AbstractContextManager[Any]
+    scaler: torch.amp.GradScaler | None
+    state: TrainState
+    bar: Any
+
+
+def _window(window: list[Any], run: _Pass, seen: int) -> tuple[float, int]:
     """Forward (and backward) one window: `(loss sum, target tokens)` of every rank's batches."""
+    model, loss_compute, training, ranks = run.model, run.loss_compute, run.training, run.ranks
+    precision, scaler, state, bar = run.precision, run.scaler, run.state, run.bar
     window_tokens = sum(int(b.ntokens) for b in window)
     # with K ranks, DistributedDataParallel averages K gradients: each rank divides its loss
     # by the tokens of all ranks, times K, to get the global mean
@@ -162,6 +166,35 @@ def _window(
     return window_loss, window_tokens
 
 
+class EpochOptions(TypedDict, total=False):
+    """The keyword-only arguments of `run_epoch` (see there)."""
+
+    train_state: TrainState | None
+    progress: bool
+    total: int | None
+    on_step: Callable[[TrainState, float], None] | None
+    desc: str | None
+    autocast: contextlib.AbstractContextManager[Any] | None
+    scaler: torch.amp.GradScaler | None
+    check_gradients: bool
+
+
+_EPOCH_DEFAULTS: dict[str, Any] = {
+    "train_state": None, "progress": True, "total": None, "on_step": None, "desc": None,
+    "autocast": None, "scaler": None, "check_gradients": True}
+
+
+def options_with_defaults(given: Mapping[str, Any], defaults: dict[str, Any],
+                          where: str) -> dict[str, Any]:
+    """`given` keyword arguments of `where` over their `defaults`; a `TypeError` naming an
+    unknown one."""
+    unknown = sorted(set(given) - set(defaults))
+    if unknown:
+        raise TypeError(f"{where} got unknown keyword arguments {unknown}; expected some of "
+                        f"{sorted(defaults)}")
+    return {**defaults, **given}
+
+
 def run_epoch(
     data_iter: Iterable[Any],
     model: nn.Module,
@@ -170,15 +203,7 @@ def run_epoch(
     scheduler: Any | None = None,
     mode: str = "train",
     accum_iter: int = 1,
-    train_state: TrainState | None = None,
-    *,
-    progress: bool = True,
-    total: int | None = None,
-    on_step: Callable[[TrainState, float], None] | None = None,
-    desc: str | None = None,
-    autocast: contextlib.AbstractContextManager[Any] | None = None,
-    scaler: torch.amp.GradScaler | None = None,
-    check_gradients: bool = True,
+    **options: Unpack[EpochOptions],
 ) -> tuple[float, TrainState]:
     """Run one pass over `data_iter`, training or evaluating (the model's mode is not changed).
 
@@ -195,11 +220,20 @@ def run_epoch(
         optimizer: required in training. scheduler: stepped after each optimizer step.
         mode: one of `MODES`; `"eval"` builds no graph and updates nothing.
         accum_iter: batches per optimizer step.
-        train_state: counts to continue (updated in place).
-        progress: a tqdm bar on stderr, of length `total` and label `desc`.
-        on_step: called after every update as `on_step(train_state, window's mean loss)`.
-        autocast: a context around each forward pass and loss. scaler: a `GradScaler` for
-            float16. check_gradients: check gradients are finite before an update (a host sync).
+        **options: the keyword-only `EpochOptions` below; another keyword is a `TypeError`.
+
+    Keyword Args:
+        train_state (TrainState | None): counts to continue (updated in place).
+        progress (bool): a tqdm bar on stderr, of length `total` and label `desc` (default
+            true).
+        total (int | None): the bar's length.
+        desc (str | None): the bar's label.
+        on_step (Callable | None): called after every update as
+            `on_step(train_state, window's mean loss)`.
+        autocast (AbstractContextManager | None): a context around each forward pass and loss.
+        scaler (GradScaler | None): a `GradScaler` for float16.
+        check_gradients (bool): check gradients are finite before an update (a host sync;
+            default true).
 
     Returns:
         `(loss, train_state)`: the mean loss per target token over the pass, and the counts.
@@ -220,33 +254,33 @@ def run_epoch(
     """
     check_choice("mode", mode, MODES)
     check_positive_int("accum_iter", accum_iter)
+    given = options_with_defaults(options, _EPOCH_DEFAULTS, "run_epoch")
     training = mode != "eval"
     if training and optimizer is None:
         raise ValueError(f"mode={mode!r} needs an optimizer; pass one or use mode='eval'")
-    state = TrainState() if train_state is None else train_state
-    ranks = _data_parallel_ranks(model)
-    precision = contextlib.nullcontext() if autocast is None else autocast
+    state = given["train_state"] or TrainState()
+    total, on_step, scaler = given["total"], given["on_step"], given["scaler"]
     if total is None and hasattr(data_iter, "__len__"):
         total = len(data_iter)  # type: ignore[arg-type]
 
     bar = None
-    if progress:
+    if given["progress"]:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=total, desc=desc or mode, unit="batch", leave=False)
+        bar = tqdm(total=total, desc=given["desc"] or mode, unit="batch", leave=False)
+    run = _Pass(model, loss_compute, training, _data_parallel_ranks(model),
+                given["autocast"] or contextlib.nullcontext(), scaler, state, bar)
     total_loss = 0.0
     total_tokens = seen = 0
     start = time.perf_counter()
     try:
         with torch.set_grad_enabled(training):
             for window in _windows(data_iter, accum_iter):
-                window_loss, window_tokens = _window(
-                    window, model, loss_compute, training, ranks, precision, scaler, state, bar,
-                    seen)
+                window_loss, window_tokens = _window(window, run, seen)
                 seen += len(window)
                 if training:
                     _update(model, optimizer, scheduler, scaler,  # type: ignore[arg-type]
-                            check_gradients, state)
+                            given["check_gradients"], state)
                     state.accum_step += 1
                     if on_step is not None:
                         on_step(state, window_loss / window_tokens)
@@ -265,81 +299,3 @@ def run_epoch(
     if total_tokens == 0:
         raise ValueError("data_iter yielded no batches")
     return total_loss / total_tokens, state
-
-
-_END = object()
-
-
-@dataclass
-class FitProgress:
-    """Where `fit` is, as its callbacks see it: optimizer steps, every step's loss and the
-    seconds, resumed ones included; `stop`, a callback's reason to end early (`""` while
-    none); and `run_epoch`'s counts of this call."""
-
-    step: int = 0
-    losses: list[float] = field(default_factory=list)
-    seconds: float = 0.0
-    stop: str = ""
-    counts: TrainState = field(default_factory=TrainState)
-
-    @property
-    def loss(self) -> float:
-        """The last step's loss."""
-        return self.losses[-1]
-
-
-def fit(
-    batches: Iterable[Any],
-    model: nn.Module,
-    loss_compute: Callable[..., tuple[torch.Tensor, torch.Tensor]],
-    optimizer: torch.optim.Optimizer,
-    scheduler: Any | None = None,
-    *,
-    callbacks: Sequence[Any] = (),
-    progress: FitProgress | None = None,
-    accum_iter: int = 1,
-    autocast: contextlib.AbstractContextManager[Any] | None = None,
-    scaler: torch.amp.GradScaler | None = None,
-    bar: bool = False,
-    total: int | None = None,
-    desc: str | None = None,
-) -> FitProgress:
-    """Train `model` on `batches` (one `run_epoch` pass in training mode), calling the
-    callbacks after every optimizer step; no batch is drawn once one sets `progress.stop`.
-    `progress` is where a resumed run starts; `bar` is `run_epoch`'s `progress`, and the other
-    arguments are `run_epoch`'s.
-
-    Examples:
-        >>> from vanilla_transformer.training import LabelSmoothing, SimpleLossCompute
-        >>> model = make_model(5, 5, N=1, d_model=16, d_ff=32, h=2, dropout=0.0)
-        >>> opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-        >>> compute = SimpleLossCompute(model.generator, LabelSmoothing(5, padding_idx=0))
-        >>> done = fit(data_gen(5, 4, 6, seq_len=4, seed=0), model, compute, opt, accum_iter=2)
-        >>> done.step, len(done.losses)
-        (3, 3)
-    """
-    progress = FitProgress() if progress is None else progress
-    start = time.perf_counter() - progress.seconds
-
-    def stream() -> Iterator[Any]:
-        iterator = iter(batches)  # the stop is checked before a batch is drawn
-        while not progress.stop and (batch := next(iterator, _END)) is not _END:
-            yield batch
-
-    def on_step(state: TrainState, loss: float) -> None:
-        progress.step += 1
-        progress.losses.append(loss)
-        progress.seconds = time.perf_counter() - start
-        progress.counts = state
-        for callback in callbacks:
-            callback.on_step(progress)
-
-    model.train()
-    try:
-        run_epoch(stream(), model, loss_compute, optimizer, scheduler, accum_iter=accum_iter,
-                  progress=bar, total=total, desc=desc, on_step=on_step, autocast=autocast,
-                  scaler=scaler)
-    finally:
-        for callback in callbacks:
-            callback.on_end(progress)
-    return progress

@@ -23,7 +23,8 @@ from ..config import AMP_MODES, DEFAULT_TIMEOUT, DEVICES
 
 __all__ = ["DEFAULT_TIMEOUT", "RefusalError", "ProcessZeroError", "Ranks", "check_timeout",
            "default_backend", "free_port", "join", "leave", "all_ranks_sum", "resolve_device",
-           "amp_context", "check_fits_memory"]
+           "amp_context", "check_fits_memory", "random_state", "set_random_state",
+           "process_rank"]
 
 
 class RefusalError(ValueError):
@@ -81,6 +82,33 @@ def leave(together: bool) -> None:
     dist.destroy_process_group()
 
 
+def process_rank(distributed: bool) -> int:
+    """This process's rank in the `torchrun` job it will join (0 without `distributed`), read
+    before joining: whether it is the process that speaks and writes."""
+    return int(os.environ.get("RANK", "0")) if distributed else 0
+
+
+def random_state(device: torch.device) -> dict[str, torch.Tensor]:
+    """The random state of this process: the CPU generator's (`"torch"`), and that of the
+    accelerator it trains on, `"cuda"` or `"mps"`, when it uses one."""
+    state = {"torch": torch.get_rng_state()}
+    if device.type == "cuda":
+        state["cuda"] = torch.cuda.get_rng_state(device)
+    elif device.type == "mps":
+        state["mps"] = torch.mps.get_rng_state()
+    return state
+
+
+def set_random_state(state: dict[str, torch.Tensor], device: torch.device) -> None:
+    """Restore a `random_state`: the CPU's, and the accelerator's when it was saved on one of
+    that type (a run moved from a GPU to the CPU keeps only the CPU's)."""
+    torch.set_rng_state(state["torch"])
+    if device.type == "cuda" and "cuda" in state:
+        torch.cuda.set_rng_state(state["cuda"], device)
+    elif device.type == "mps" and "mps" in state:
+        torch.mps.set_rng_state(state["mps"])
+
+
 def all_ranks_sum(value: float) -> float:
     """The sum of `value` over the ranks of the default process group (one `all_reduce`)."""
     total = torch.tensor([float(value)], dtype=torch.float64)
@@ -90,14 +118,13 @@ def all_ranks_sum(value: float) -> float:
     return float(total)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Ranks:
     """This process's place in a data-parallel run: `rank` of `size` (0 of 1 when alone)."""
 
     rank: int = 0
     size: int = 1
     device: torch.device | None = None  # where collectives put tensors (CUDA for NCCL)
-    shared: bool = False  # process 0 has told the others how the preparation went
 
     def share(self, value: Any) -> Any:
         """Rank 0's `value`, on every rank (a broadcast; every rank must call it)."""

@@ -11,12 +11,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._io import RunLock, atomic_write, is_temporary, remove_entry
+from .._io import RunLock, atomic_write, is_temporary, make_folder, remove_entry
 from ..data.tokenizer import load_trained_tokenizer
 from ..pretrained import resolve_run
 from . import checkpoints as files
@@ -26,9 +25,8 @@ if TYPE_CHECKING:
     from ..data.tokenizer import SharedTokenizer
     from ..model.encoder_decoder import EncoderDecoder
 
-# RunLock and remove_entry are _io's, imported here for older code
-__all__ = ["RunLock", "is_run_folder", "remove_stale_temporaries", "remove_entry",
-           "check_folder", "clear_run", "read_run_config", "metrics_writer", "load_translator"]
+__all__ = ["is_run_folder", "remove_stale_temporaries", "check_folder", "RunFolder",
+           "finish_swap", "read_run_config", "metrics_writer", "load_translator"]
 
 _RUN_FILES = (files.MODEL_FILE, files.TOKENIZER_FILE, files.CONFIG_FILE, files.METRICS_FILE,
               files.CHECKPOINTS, files.LOCK_FILE)
@@ -50,8 +48,8 @@ def is_run_folder(path: str | os.PathLike[str]) -> bool:
 
 
 def _temporary(name: str) -> bool:
-    """Whether a name is a writer's temporary, or the ids a replacing run staged."""
-    return is_temporary(name) or name == files.STAGED_IDS
+    """Whether a name is a writer's temporary, or a replacing run's staging folder."""
+    return is_temporary(name) or name == files.STAGING
 
 
 def remove_stale_temporaries(path: str | os.PathLike[str]) -> list[Path]:
@@ -106,13 +104,115 @@ def check_folder(path: Path, *, resume: bool, overwrite: bool) -> None:
                            "resume", "overwrite")
 
 
-def clear_run(folder: Path) -> None:
-    """Remove the files of a previous run (for `overwrite`), leaving other files alone."""
-    for name in (files.MODEL_FILE, files.TOKENIZER_FILE, files.CONFIG_FILE, files.METRICS_FILE):
-        (folder / name).unlink(missing_ok=True)
-    for name in (files.CHECKPOINTS, files.IDS_FOLDER, files.TENSORBOARD_FOLDER):
-        if (folder / name).is_dir():
-            shutil.rmtree(folder / name)
+_REPLACED = (files.MODEL_FILE, files.TOKENIZER_FILE, files.CONFIG_FILE, files.METRICS_FILE,
+             files.CHECKPOINTS, files.IDS_FOLDER, files.TENSORBOARD_FOLDER)
+"""What a replacing run removes of the old one: every file a run writes, nothing else."""
+
+
+class RunFolder:
+    """The folder a run writes, held by process 0 from `open` to `close`: its lock, and for a
+    run that replaces another (`overwrite`), the staging folder it writes into, the old run
+    left whole beside it, until the swap at its first checkpoint (`saved`).
+
+    `path` is where the run writes now. A run refused before it is `accept`ed leaves the folder
+    as it found it; a replacing run that stops or is killed before its first checkpoint leaves
+    the old run whole (its staging folder is removed, at once or on the next `open`).
+
+    Examples:
+        >>> import tempfile, pathlib
+        >>> folder = RunFolder(pathlib.Path(tempfile.mkdtemp()))
+        >>> folder.path == folder.root, folder.saved()
+        (True, None)
+    """
+
+    def __init__(self, root: Path, staging: Path | None = None) -> None:
+        self.root, self.staging, self.accepted = root, staging, False
+        self._lock: RunLock | None = None
+        self._created, self._before = False, set[str]()
+
+    @property
+    def path(self) -> Path:
+        """Where the run writes now: its staging folder until the swap, else the folder."""
+        return self.root if self.staging is None else self.staging
+
+    @classmethod
+    def open(cls, root: Path, *, resume: bool, overwrite: bool,
+             log: Callable[[str], None]) -> RunFolder:
+        """Check and lock `root` for a run: finish a swap that was cut short, remove stale
+        temporaries, and stage a run that replaces another."""
+        check_folder(root, resume=resume, overwrite=overwrite)
+        folder = cls(root)
+        folder._created = not root.exists()
+        make_folder(root)
+        folder._lock = RunLock(root)
+        folder._lock.acquire()
+        try:
+            if finish_swap(root):
+                log(f"finished replacing the run in {root}, cut short at its first checkpoint")
+            for tmp in remove_stale_temporaries(root):
+                log(f"removed {tmp}, a file left by an interrupted save")
+            folder._before = set(os.listdir(root)) - {files.LOCK_FILE}
+            if overwrite and not resume and folder._before:
+                folder.staging = root / files.STAGING
+                folder.staging.mkdir()
+        except BaseException:
+            folder.close(failed=True)
+            raise
+        return folder
+
+    def accept(self) -> None:
+        """The run is taken: a failure from now on keeps what it wrote."""
+        self.accepted = True
+
+    def saved(self) -> None:
+        """A checkpoint was written: a replacing run now takes the old one's place."""
+        if self.staging is None:
+            return
+        names = sorted(os.listdir(self.staging))
+        files.write_json(self.staging / files.SWAP_MARK, names)
+        finish_swap(self.root)
+        self.staging = None
+
+    def close(self, *, failed: bool) -> None:
+        """Release the folder; after a failure, remove what a run not yet in place wrote."""
+        try:
+            if failed and self.staging is not None:
+                remove_entry(self.staging)  # the old run stays whole
+            elif failed and not self.accepted and self.root.is_dir():
+                for name in set(os.listdir(self.root)) - self._before - {files.LOCK_FILE}:
+                    remove_entry(self.root / name)
+        finally:
+            if self._lock is not None:
+                self._lock.release()
+            if self._created and self.root.is_dir() and not any(self.root.iterdir()):
+                self.root.rmdir()  # refused before any work: leave no empty folder behind
+
+    def __enter__(self) -> RunFolder:
+        return self
+
+    def __exit__(self, kind: object, *rest: object) -> None:
+        self.close(failed=kind is not None)
+
+
+def finish_swap(root: Path) -> bool:
+    """Put a staged run in the place of the old one, once its staging folder holds the
+    `SWAP_MARK` that lists its entries; each step can be repeated, so a swap cut short is
+    finished by the next call. Whether there was one."""
+    staged = root / files.STAGING
+    try:
+        names = json.loads((staged / files.SWAP_MARK).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    for name in _REPLACED:
+        if name not in names and os.path.lexists(root / name):
+            remove_entry(root / name)
+    for name in names:
+        if os.path.lexists(staged / name):
+            if os.path.lexists(root / name):
+                remove_entry(root / name)
+            os.replace(staged / name, root / name)
+    remove_entry(staged)
+    return True
 
 
 _SHAPE = {"training": dict, "model": dict, "options": dict, "data": dict}
