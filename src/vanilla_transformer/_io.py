@@ -3,10 +3,9 @@
 A save that is killed halfway must never leave a truncated file where a good one was: every
 file the package saves whole (checkpoints, a run's state and settings, TSV corpora, the
 tokenizer, ONNX graphs) goes to a temporary file in the same folder, is flushed to disk, and
-then replaces the target in one `os.replace`. Files that grow line by line are the exception:
-a run's `metrics.jsonl`, and the `--output` file of `translate RUN` while it translates
-standard input, are written in place a line at a time, so a kill can cut their last line
-short; a run folder's lock file is created in place.
+then replaces the target in one `os.replace`. A run's `metrics.jsonl`, which grows line by
+line, is the exception: it is written in place, so a kill can cut its last line short; a
+lock file is created in place.
 
 A folder has one writer at a time: `RunLock`, whose lock file names the writer's process id,
 trusts nothing but a live process. A full disk is reported as `ENOSPC` naming the file, and
@@ -203,7 +202,8 @@ def _pid_alive(pid: int) -> bool:
 class RunLock:
     """The lock that makes one process the only writer of a folder: the file `LOCK_FILE`,
     created exclusively and holding the owner's process id, removed on exit. A lock file that
-    names no live process (a dead one, or no pid at all) is taken over.
+    names no live process (a dead one, or no pid at all) is taken over. A writer of one file
+    locks it with `name=".NAME.lock"` beside it.
 
     Raises:
         ValueError: on entry, if a live process holds the lock; the message names its pid.
@@ -218,9 +218,9 @@ class RunLock:
         False
     """
 
-    def __init__(self, folder: str | os.PathLike[str]) -> None:
+    def __init__(self, folder: str | os.PathLike[str], name: str = LOCK_FILE) -> None:
         self.folder = Path(os.fspath(folder))
-        self.path = self.folder / LOCK_FILE
+        self.path = self.folder / name
         self.held = False
 
     def holder(self) -> int | None:
@@ -241,9 +241,8 @@ class RunLock:
                 pid = self.holder()
                 if pid is not None and pid != os.getpid():
                     raise ValueError(
-                        f"run folder {str(self.folder)!r} is in use: process {pid} is writing "
-                        f"it (its lock is {str(self.path)!r}); wait for it to finish or stop it"
-                    ) from None
+                        f"{self._what()} is in use: process {pid} is writing it (its lock is "
+                        f"{str(self.path)!r}); wait for it to finish or stop it") from None
                 self.path.unlink(missing_ok=True)  # stale: its writer is gone
                 continue
             with os.fdopen(fd, "w") as f:
@@ -252,6 +251,11 @@ class RunLock:
             return
         raise ValueError(f"cannot take the lock {str(self.path)!r}: another writer keeps "
                          "taking it")
+
+    def _what(self) -> str:
+        if self.path.name == LOCK_FILE:
+            return f"folder {str(self.folder)!r}"
+        return f"file {str(self.folder / self.path.name[1:-len(LOCK_FILE)])!r}"
 
     def release(self) -> None:
         """Remove the lock file if this process holds it."""

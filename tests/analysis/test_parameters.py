@@ -114,9 +114,16 @@ def test_tied_weights_are_counted_once_in_src_embedding():
     dict(src_vocab=0, tgt_vocab=0, tie_weights=True),
 ])
 def test_empty_vocabularies(kwargs):
-    model = make_model(**kwargs, N=1, d_model=8, d_ff=16, h=2)
-    assert parameter_count(**kwargs, N=1, d_model=8, d_ff=16, h=2).total == count_parameters(
-        model).total
+    sizes = dict(N=1, d_model=8, d_ff=16, h=2)
+    with pytest.raises(ValueError, match="vocab must be at least 1 to build a model"):
+        make_model(**kwargs, **sizes)
+    # a count is affine in each vocabulary, so the count at 0 is 2 * (count at 1) - (count at 2)
+    # for each side with 0 tokens; those two are checked against real models
+    ones = {k: v or 1 if k.endswith("vocab") else v for k, v in kwargs.items()}
+    twos = {k: v or 2 if k.endswith("vocab") else v for k, v in kwargs.items()}
+    real = [count_parameters(make_model(**kw, **sizes)).total for kw in (ones, twos)]
+    assert [parameter_count(**kw, **sizes).total for kw in (ones, twos)] == real
+    assert parameter_count(**kwargs, **sizes).total == 2 * real[0] - real[1]
 
 
 @pytest.mark.parametrize("bad, error", [

@@ -217,9 +217,9 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
                           "-m vanilla_transformer translate train --distributed ...' (NCCL "
                           "with cuda, else gloo); each step takes accum-iter batches per "
                           "process")
-    run.add_argument("--timeout", type=float, default=TRANSLATE_TIMEOUT, metavar="SECONDS",
-                     help="with --distributed: how long a process waits for the others, "
-                          "e.g. while process 0 validates (default %(default)s)")
+    run.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                     help="with --distributed only: how long a process waits for the others, "
+                          f"e.g. while process 0 validates (default {TRANSLATE_TIMEOUT})")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_config_arguments(
         parser.add_argument_group(f"model (overrides the preset; defaults: {DEFAULT_PRESET})"),
@@ -321,6 +321,32 @@ def _size(args: argparse.Namespace, valid_pairs: list[tuple[str, str]],
     return chosen
 
 
+def _check_files(args: argparse.Namespace) -> None:
+    """Refuse, naming the flag, an empty path, a run inside another run's folder, and
+    `--overwrite` of a folder that holds files but is not a run (it would delete a user's
+    own files)."""
+    from .._io import LOCK_FILE, is_temporary
+    from .._outputs import check_path, is_run_folder, run_folder_of
+    from ..training.checkpoints import STAGED_IDS
+
+    for option in ("config", "train", "valid", "out"):
+        if getattr(args, option) is not None:
+            check_path(f"--{option}", getattr(args, option))
+    out = Path(args.out)
+    outer = run_folder_of(out.resolve().parent)
+    if outer is not None:
+        raise ValueError(f"--out {args.out!r} is in the run folder {str(outer)!r}, whose files "
+                         "are that run's own; choose a folder outside it")
+    if args.overwrite and out.is_dir() and not is_run_folder(out):
+        held = sorted(p.name for p in out.iterdir()
+                      if p.name not in (LOCK_FILE, STAGED_IDS) and not is_temporary(p.name))
+        if held:
+            raise ValueError(f"--out {args.out!r} is not a run folder (it holds "
+                             f"{', '.join(held[:4])}, but no run's config.json beside its "
+                             "tokenizer.json or checkpoints/), and --overwrite replaces only a "
+                             "run: choose another folder")
+
+
 def run_train(args: argparse.Namespace) -> int:
     """`translate train`: the exit status (0, or 130 when interrupted)."""
     import torch
@@ -334,9 +360,14 @@ def run_train(args: argparse.Namespace) -> int:
 
     if args.new_data and not args.resume:
         raise ValueError("--new-data goes with --resume (a new run trains on what it is given)")
+    _check_files(args)
+    if args.timeout is not None:
+        check_timeout(args.timeout)
+        if not args.distributed:
+            raise ValueError("--timeout is how long a process of a --distributed job waits for "
+                             "the others; without --distributed there are none: drop it")
     model_options, changes = _settings(args)
     check_threads(args.threads)
-    check_timeout(args.timeout)
     # the training file is streamed (tokenised once into RUN/ids/), never read whole
     next(iter_tsv(args.train))  # a missing or malformed first line: fail before anything else
     valid_pairs = read_tsv(args.valid)
@@ -362,7 +393,7 @@ def run_train(args: argparse.Namespace) -> int:
                 overwrite=args.overwrite, new_data=args.new_data, data_fingerprint=fingerprint,
                 should_stop=stop, device=args.device, amp=args.amp,
                 progress=not args.no_progress, log=log, distributed=args.distributed,
-                timeout=args.timeout)
+                timeout=TRANSLATE_TIMEOUT if args.timeout is None else args.timeout)
         except TrainingDiverged as error:
             raise CommandFailed(flag_message(error), 1) from None
         except ProcessZeroError:  # process 0 refused the run and says why
