@@ -79,11 +79,19 @@ def _kind(mode: int) -> str:
     return next((name for test, name in kinds if test(mode)), "not a regular file")
 
 
-def _check_not_locked(folder: Path, flag: str, shown: str) -> None:
-    pid = RunLock(folder).holder() if folder.is_dir() else None
-    if pid is not None and pid != os.getpid():
-        raise ValueError(f"{flag} {shown!r}: the folder {str(folder)!r} is in use: process "
-                         f"{pid} is writing it; wait for it to finish or stop it")
+def _check_not_locked(flag: str, shown: str, *locks: RunLock) -> None:
+    """Refuse a path another live process is writing (it holds one of `locks`)."""
+    for lock in locks:
+        pid = lock.holder() if lock.folder.is_dir() else None
+        if pid is not None and pid != os.getpid():
+            what = "the folder" if lock.path.name == LOCK_FILE else "the file"
+            raise ValueError(f"{flag} {shown!r} is in use: process {pid} is writing {what} "
+                             f"(its lock is {str(lock.path)!r}); wait for it to finish or "
+                             "stop it")
+
+
+def _file_lock(target: Path) -> RunLock:
+    return RunLock(target.parent, f".{target.name}{LOCK_FILE}")
 
 
 def check_output_file(path: str, flag: str, *, reads: dict[str, str | None] | None = None,
@@ -123,7 +131,7 @@ def check_output_file(path: str, flag: str, *, reads: dict[str, str | None] | No
     if run is not None:
         raise ValueError(f"{flag} {path!r} is in the run folder {str(run)!r}, whose files "
                          "(its caches included) are the run's own; choose another file")
-    _check_not_locked(target.parent, flag, path)
+    _check_not_locked(flag, path, RunLock(target.parent), _file_lock(target))
     if info is not None and not overwrite:
         raise ValueError(f"{flag} {path!r} exists; give --overwrite to replace it, or choose "
                          "another file")
@@ -153,7 +161,7 @@ def output_file(path: str, flag: str, *, reads: dict[str, str | None] | None = N
     if target is None:
         yield None
         return
-    with RunLock(target.parent, f".{target.name}{LOCK_FILE}"):
+    with _file_lock(target):
         check()
         yield target
 
@@ -175,7 +183,7 @@ def check_output_folder(path: str, flag: str, names: Sequence[str], *,
         where = "is a run folder" if run == folder.resolve() else f"is in the run folder {str(run)!r}"
         raise ValueError(f"{flag} {path!r} {where}; its files are the run's: choose another "
                          "folder")
-    _check_not_locked(folder, flag, path)
+    _check_not_locked(flag, path, RunLock(folder))
     for name in names:
         if (folder / name).exists() and not (folder / name).is_file():
             raise ValueError(f"{flag} {path!r} holds {name}, which is "
