@@ -106,20 +106,31 @@ def test_a_missing_folder_is_named(tmp_path):
 
 def test_output_folder_leaves_nothing_when_the_block_raises(tmp_path):
     out = tmp_path / "a" / "b"
-    with pytest.raises(RuntimeError), output_folder(str(out), "--out", ["x.tsv"]) as folder:
-        (folder / "x.tsv").write_text("half", encoding="utf-8")
-        raise RuntimeError("the work failed")
+
+    def half_written() -> None:
+        with output_folder(str(out), "--out", ["x.tsv"]) as folder:
+            (folder / "x.tsv").write_text("half", encoding="utf-8")
+            raise RuntimeError("the work failed")
+
+    with pytest.raises(RuntimeError):
+        half_written()
     assert list(tmp_path.iterdir()) == []
 
 
 def test_output_folder_keeps_what_was_there(tmp_path):
     (tmp_path / "notes.txt").write_text("mine", encoding="utf-8")
     (tmp_path / "x.tsv").write_text("old", encoding="utf-8")
-    with pytest.raises(RuntimeError), output_folder(str(tmp_path), "--out", ["x.tsv"],
-                                                    overwrite=True) as folder:
-        (folder / "y.tsv").write_text("new", encoding="utf-8")
-        assert (folder / LOCK_FILE).read_text() == str(os.getpid())
-        raise RuntimeError("the work failed")
+    locked = []
+
+    def half_written() -> None:
+        with output_folder(str(tmp_path), "--out", ["x.tsv"], overwrite=True) as folder:
+            (folder / "y.tsv").write_text("new", encoding="utf-8")
+            locked.append((folder / LOCK_FILE).read_text())
+            raise RuntimeError("the work failed")
+
+    with pytest.raises(RuntimeError):
+        half_written()
+    assert locked == [str(os.getpid())]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt", "x.tsv"]
 
 
