@@ -20,12 +20,13 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
 __all__ = ["atomic_write", "atomic_path", "atomic_torch_save", "naming", "save_atomically",
-           "write_json", "is_temporary", "remove_entry", "make_folder", "LOCK_FILE", "RunLock"]
+           "write_json", "is_temporary", "remove_entry", "make_folder", "LOCK_FILE", "RunLock",
+           "output_file", "output_folder"]
 
 LOCK_FILE = ".lock"
 """The lock file of a folder that one process writes at a time."""
@@ -269,3 +270,80 @@ class RunLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+@contextlib.contextmanager
+def _hold(lock: RunLock, flag: str, shown: str) -> Iterator[None]:
+    """Hold `lock`; a live process that holds it is refused, naming the flag and the path."""
+    try:
+        lock.acquire()
+    except ValueError as error:
+        raise ValueError(f"{flag} {shown!r}: {error}") from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+@contextlib.contextmanager
+def output_file(path: str, flag: str, *, reads: dict[str, str | None] | None = None,
+                stdin: bool = False, overwrite: bool = False,
+                stdout: bool = False) -> Iterator[Path | None]:
+    """The output rule for a file (`_checks.check_output_file`), then its lock (`RunLock` of
+    `.NAME.lock` beside it) held while the block runs, and the rule checked again under it:
+    of two commands that write one file at once, the second is refused, and so is a file in
+    a folder another process holds.
+
+    Yields:
+        The file to write (a link's target), or `None` for `-` where `stdout` allows it.
+    """
+    from ._checks import check_output_file  # here: it imports torch, which --help must not
+
+    def check() -> Path | None:
+        return check_output_file(path, flag, reads=reads, stdin=stdin, overwrite=overwrite,
+                                 stdout=stdout)
+
+    target = check()
+    if target is None:
+        yield None
+        return
+    holder = RunLock(target.parent).holder()
+    if holder is not None and holder != os.getpid():
+        raise ValueError(f"{flag} {path!r}: folder {str(target.parent)!r} is in use: process "
+                         f"{holder} is writing it; wait for it to finish or stop it")
+    with _hold(RunLock(target.parent, f".{target.name}{LOCK_FILE}"), flag, path):
+        check()
+        yield target
+
+
+@contextlib.contextmanager
+def output_folder(path: str, flag: str, names: Sequence[str], *,
+                  overwrite: bool = False) -> Iterator[Path]:
+    """The output rule for a folder that will hold `names` (`_checks.check_output_folder`),
+    then the folder created, its `RunLock` held while the block runs, and the rule checked
+    again under it. A block that raises leaves nothing behind: what it added to the folder,
+    and the folders it created, are removed.
+
+    Yields:
+        The folder.
+    """
+    from ._checks import check_output_folder  # here: it imports torch, which --help must not
+
+    folder = check_output_folder(path, flag, names, overwrite=overwrite)
+    created = [p for p in (folder, *folder.parents) if not p.exists()]
+    make_folder(folder)
+    try:
+        with _hold(RunLock(folder), flag, path):
+            before = set(os.listdir(folder))
+            try:
+                check_output_folder(path, flag, names, overwrite=overwrite)
+                yield folder
+            except BaseException:
+                for name in set(os.listdir(folder)) - before - {LOCK_FILE}:
+                    remove_entry(folder / name)
+                raise
+    except BaseException:
+        for made in created:
+            with contextlib.suppress(OSError):
+                made.rmdir()  # only if empty
+        raise

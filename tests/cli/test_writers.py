@@ -302,7 +302,7 @@ def test_a_folder_another_writer_holds_is_refused(argv, run, tmp_path, other_wri
     before = _tree(tmp_path)
     _refused(capsys, [word.format(out=out, run=run) for word in argv],
              f"--out {str(out)!r}" if "--out" in argv else f"DIR {str(out)!r}",
-             f"is in use: process {other_writer} is writing the folder")
+             f"folder {str(out)!r} is in use: process {other_writer} is writing it")
     assert _tree(tmp_path) == before
 
 
@@ -310,7 +310,7 @@ def test_a_file_another_writer_holds_is_refused(run, data, tmp_path, other_write
     out = tmp_path / "out.txt"
     (tmp_path / ".out.txt.lock").write_text(str(other_writer), encoding="ascii")
     _refused(capsys, ["translate", str(run), "one", "--output", str(out)],
-             f"--output {str(out)!r} is in use: process {other_writer} is writing the file")
+             f"--output {str(out)!r}: file {str(out)!r} is in use: process {other_writer}")
     _refused(capsys, ["translate", "eval", str(run), "--data", str(data / "test.tsv"),
                       "--output", str(out)], "is in use")
     assert sorted(p.name for p in tmp_path.iterdir()) == [".out.txt.lock"]

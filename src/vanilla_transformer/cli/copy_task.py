@@ -143,7 +143,7 @@ def run_copy_task(args: argparse.Namespace) -> int:
 
     Every option, the `--save` file and the `--load` file included, is checked before
     training starts (the `--save` file by the output rule of
-    [`_outputs`][vanilla_transformer._outputs], and locked until it is written). A loss that
+    `_checks.check_output_file`, and locked until it is written by `_io.output_file`). A loss that
     diverged is reported on stderr.
 
     Returns:
@@ -174,8 +174,8 @@ def run_copy_task(args: argparse.Namespace) -> int:
 
     import torch
 
-    from .._checks import check_non_negative_int, check_positive_int
-    from .._outputs import check_path, output_file
+    from .._checks import check_non_negative_int, check_path, check_positive_int
+    from .._io import output_file
 
     check_threads(args.threads)
     check_positive_int("--eval-size", args.eval_size)
@@ -206,7 +206,7 @@ def run_copy_task(args: argparse.Namespace) -> int:
 
 def _check_writable(path: str, option: str) -> None:
     """Raise unless `path` can be written, so a run does not train only to fail at saving."""
-    from .._outputs import check_path
+    from .._checks import check_path
 
     folder = os.path.dirname(os.path.abspath(check_path(option, path)))
     if os.path.isdir(path):

@@ -33,7 +33,7 @@ __all__ = ["OneLineParser", "CommandFailed", "ModelField", "MODEL_FIELDS", "LAYE
 OVERWRITE_HELP = ("replace files that exist (only regular files; never a file the command "
                   "reads, or anything in a run folder)")
 """The help of `--overwrite`, the same for every command that writes (the rule is
-[`_outputs`][vanilla_transformer._outputs]')."""
+`_checks.check_output_file`'s and `_checks.check_output_folder`'s)."""
 
 
 class ModelField(NamedTuple):

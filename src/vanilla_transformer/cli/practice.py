@@ -76,7 +76,7 @@ def run_start(args: argparse.Namespace) -> int:
     Returns:
         0.
     """
-    from .._outputs import output_folder
+    from .._io import output_folder
     from ..practice import STARTERS, write_starters
 
     with output_folder(args.dir, "DIR", []) as folder:  # locked; a refusal leaves nothing

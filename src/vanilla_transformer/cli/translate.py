@@ -84,7 +84,8 @@ def run_catalogs(args: argparse.Namespace) -> int:
             holds the files (without `--overwrite`), is in a run folder or is in use, or no
             catalogs for `--lang`.
     """
-    from .._outputs import check_output_folder, output_folder
+    from .._checks import check_output_folder
+    from .._io import output_folder
     from ..data.catalogs import catalog_corpus, catalog_files, summary
     from ..data.numbers import write_tsv
 

@@ -40,7 +40,8 @@ _EXPORT_FILES = {"onnx": ["encoder.onnx", "decoder.onnx"],
 
 
 def run_export(args: argparse.Namespace) -> int:
-    from .._outputs import check_output_folder, check_path, output_folder
+    from .._checks import check_output_folder, check_path
+    from .._io import output_folder
     from ..training.checkpoints import TOKENIZER_FILE
     from .options import require_modules
 

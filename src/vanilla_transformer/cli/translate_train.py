@@ -325,8 +325,8 @@ def _check_files(args: argparse.Namespace) -> None:
     """Refuse, naming the flag, an empty path, a run inside another run's folder, and
     `--overwrite` of a folder that holds files but is not a run (it would delete a user's
     own files)."""
+    from .._checks import check_path, has_run_shape, run_folder_of
     from .._io import LOCK_FILE, is_temporary
-    from .._outputs import check_path, is_run_folder, run_folder_of
     from ..training.checkpoints import STAGED_IDS
 
     for option in ("config", "train", "valid", "out"):
@@ -337,7 +337,7 @@ def _check_files(args: argparse.Namespace) -> None:
     if outer is not None:
         raise ValueError(f"--out {args.out!r} is in the run folder {str(outer)!r}, whose files "
                          "are that run's own; choose a folder outside it")
-    if args.overwrite and out.is_dir() and not is_run_folder(out):
+    if args.overwrite and out.is_dir() and not has_run_shape(out):
         held = sorted(p.name for p in out.iterdir()
                       if p.name not in (LOCK_FILE, STAGED_IDS) and not is_temporary(p.name))
         if held:

@@ -1,7 +1,7 @@
 """The `translate` actions that read or use a run: `numbers` (a corpus), `RUN [TEXT ...]`
 (translate) and `eval` (score); `export` is in `cli.translate_export`.
 
-Each follows the output rule of [`_outputs`][vanilla_transformer._outputs]: no empty path,
+Each follows the output rule of `_checks` and `_io.output_file`: no empty path,
 only a regular file replaced (`-` is standard output), never a file it reads or anything in a
 run folder, a file that exists only with `--overwrite`, and one writer at a time.
 """
@@ -17,7 +17,6 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from .._outputs import check_output_file, check_path, output_file, output_folder
 from ..config import AMP_MODES, DEVICES
 from .options import OVERWRITE_HELP
 
@@ -130,6 +129,7 @@ def _check_numbers(args: argparse.Namespace, sizes: dict[str, int]) -> None:
 
 
 def run_numbers(args: argparse.Namespace) -> int:
+    from .._io import output_folder
     from ..data.numbers import number_corpus, write_tsv
 
     sizes = {name: getattr(args, f"{name}_size") for name in ("train", "valid", "test")}
@@ -239,6 +239,9 @@ def _open_outputs(stack: contextlib.ExitStack[Any], given: dict[str, str | None]
                   overwrite: bool) -> dict[str, Path | None]:
     """The files of the output flags given, each checked and locked until `stack` closes:
     `{flag: file}`, `None` for `-` (standard output)."""
+    from .._checks import check_output_file
+    from .._io import output_file
+
     paths = {flag: path for flag, path in given.items() if path is not None}
     files = [os.path.realpath(p) for p in paths.values() if p not in ("", "-")]
     if len(set(files)) < len(files):
@@ -273,6 +276,7 @@ def _scores(args: argparse.Namespace, hyps: list[str], refs: list[str]) -> dict[
 def run_eval(args: argparse.Namespace) -> int:
     import sacrebleu
 
+    from .._checks import check_path
     from ..data.numbers import read_tsv
 
     _check_decoding(args)
@@ -349,6 +353,7 @@ def _stream(target: Path | None) -> Iterator[TextIO]:
 
 def run_run(args: argparse.Namespace) -> int:
     """`translate RUN [TEXT ...]`: translate TEXT, --input's lines, or stdin's as they come."""
+    from .._checks import check_path
     from ..data.numbers import check_line_length
 
     if args.text and args.input is not None:

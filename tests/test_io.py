@@ -1,4 +1,5 @@
-"""The output rule of `_outputs` and the lock of `_io`, called directly."""
+"""The output rule: `_io.output_file` and `_io.output_folder`, and the checks of `_checks` they
+make, called directly."""
 
 from __future__ import annotations
 
@@ -11,16 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from vanilla_transformer._io import LOCK_FILE
-from vanilla_transformer._outputs import (
+from vanilla_transformer._checks import (
     check_output_file,
     check_output_folder,
     check_path,
-    is_run_folder,
-    output_file,
-    output_folder,
+    has_run_shape,
     run_folder_of,
 )
+from vanilla_transformer._io import LOCK_FILE, output_file, output_folder
 
 
 def _run_shape(folder: Path, beside: str = "tokenizer.json") -> Path:
@@ -37,7 +36,7 @@ def _run_shape(folder: Path, beside: str = "tokenizer.json") -> Path:
 @pytest.mark.parametrize("beside", ["tokenizer.json", "model.pt", "checkpoints"])
 def test_a_run_is_known_by_its_shape(tmp_path, beside):
     run = _run_shape(tmp_path / "run", beside)
-    assert is_run_folder(run)
+    assert has_run_shape(run)
     assert run_folder_of(run / "ids" / "src.bin") == run.resolve()
     assert run_folder_of(run / "checkpoints") == run.resolve()
 
@@ -51,12 +50,12 @@ def test_a_run_is_known_by_its_shape(tmp_path, beside):
 def test_one_file_of_a_runs_name_is_not_a_run(tmp_path, config):
     (tmp_path / "config.json").write_text(config, encoding="utf-8")
     (tmp_path / "tokenizer.json").write_text("{}", encoding="utf-8")
-    assert not is_run_folder(tmp_path)
+    assert not has_run_shape(tmp_path)
     assert run_folder_of(tmp_path / "x.txt") is None
     (tmp_path / "config.json").unlink()
     _run_shape(tmp_path / "alone", "model.pt")
     (tmp_path / "alone" / "model.pt").unlink()  # config.json with nothing beside it
-    assert not is_run_folder(tmp_path / "alone")
+    assert not has_run_shape(tmp_path / "alone")
 
 
 def test_an_empty_path_names_its_flag():
@@ -146,16 +145,17 @@ def test_output_file_holds_the_files_lock(tmp_path):
         assert path == target.resolve()
         assert (tmp_path / ".out.txt.lock").read_text() == str(os.getpid())
         seen = _seen_by_another_process(target)
-    assert f"--output {str(target)!r} is in use: process {os.getpid()} is writing the file" in (
+    assert f"--output {str(target)!r}: file {str(target)!r} is in use: process {os.getpid()}" in (
         seen)
     assert list(tmp_path.iterdir()) == []
 
 
 def _seen_by_another_process(target: Path) -> str:
     """What a second writer of `target` is told."""
-    code = ("from vanilla_transformer._outputs import check_output_file\n"
+    code = ("from vanilla_transformer._io import output_file\n"
             "try:\n"
-            f"    check_output_file({str(target)!r}, '--output')\n"
+            f"    with output_file({str(target)!r}, '--output'):\n"
+            "        pass\n"
             "except ValueError as error:\n"
             "    print(error)\n")
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src")}
