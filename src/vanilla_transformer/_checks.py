@@ -36,6 +36,7 @@ __all__ = [
     "check_path",
     "check_output_file",
     "check_output_folder",
+    "check_new_run_folder",
 ]
 
 INTEGER_DTYPES = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
@@ -364,4 +365,27 @@ def check_output_folder(path: str, flag: str, names: Sequence[str], *,
     if existing and not overwrite:
         raise ValueError(f"{flag} {path!r} already holds {', '.join(existing)}; give "
                          "--overwrite to replace them, or choose another folder")
+    return folder
+
+
+def check_new_run_folder(path: str, flag: str, *, overwrite: bool) -> Path:
+    """Refuse a folder for a new run that lies in another run's folder, or, with `overwrite`,
+    one that holds files but is not a run (`has_run_shape`): replacing it would delete a
+    user's own files.
+
+    Raises:
+        ValueError: naming `flag` and `path`.
+    """
+    folder = Path(check_path(flag, path))
+    outer = run_folder_of(folder.resolve().parent)
+    if outer is not None:
+        raise ValueError(f"{flag} {path!r} is in the run folder {str(outer)!r}, whose files "
+                         "are that run's own; choose a folder outside it")
+    if overwrite and folder.is_dir() and not has_run_shape(folder):
+        held = sorted(p.name for p in folder.iterdir() if not p.name.startswith("."))
+        if held:
+            raise ValueError(f"{flag} {path!r} is not a run folder (it holds "
+                             f"{', '.join(held[:4])}, but no run's config.json beside its "
+                             "tokenizer.json or checkpoints/), and --overwrite replaces only "
+                             "a run: choose another folder")
     return folder

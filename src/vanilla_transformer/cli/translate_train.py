@@ -321,30 +321,23 @@ def _size(args: argparse.Namespace, valid_pairs: list[tuple[str, str]],
     return chosen
 
 
-def _check_files(args: argparse.Namespace) -> None:
-    """Refuse, naming the flag, an empty path, a run inside another run's folder, and
-    `--overwrite` of a folder that holds files but is not a run (it would delete a user's
-    own files)."""
-    from .._checks import check_path, has_run_shape, run_folder_of
-    from .._io import LOCK_FILE, is_temporary
-    from ..training.checkpoints import STAGED_IDS
+def _check_options(args: argparse.Namespace) -> None:
+    """Refuse, before any file is read, options that do not go together, an empty path, and
+    a folder a new run must not take (`_checks.check_new_run_folder`), naming the flags."""
+    from .._checks import check_new_run_folder, check_path
+    from ..training.ranks import check_timeout
 
-    for option in ("config", "train", "valid", "out"):
+    if args.new_data and not args.resume:
+        raise ValueError("--new-data goes with --resume (a new run trains on what it is given)")
+    for option in ("config", "train", "valid"):
         if getattr(args, option) is not None:
             check_path(f"--{option}", getattr(args, option))
-    out = Path(args.out)
-    outer = run_folder_of(out.resolve().parent)
-    if outer is not None:
-        raise ValueError(f"--out {args.out!r} is in the run folder {str(outer)!r}, whose files "
-                         "are that run's own; choose a folder outside it")
-    if args.overwrite and out.is_dir() and not has_run_shape(out):
-        held = sorted(p.name for p in out.iterdir()
-                      if p.name not in (LOCK_FILE, STAGED_IDS) and not is_temporary(p.name))
-        if held:
-            raise ValueError(f"--out {args.out!r} is not a run folder (it holds "
-                             f"{', '.join(held[:4])}, but no run's config.json beside its "
-                             "tokenizer.json or checkpoints/), and --overwrite replaces only a "
-                             "run: choose another folder")
+    check_new_run_folder(args.out, "--out", overwrite=args.overwrite)
+    if args.timeout is not None:
+        check_timeout(args.timeout)
+        if not args.distributed:
+            raise ValueError("--timeout is how long a process of a --distributed job waits for "
+                             "the others; without --distributed there are none: drop it")
 
 
 def run_train(args: argparse.Namespace) -> int:
@@ -355,17 +348,10 @@ def run_train(args: argparse.Namespace) -> int:
     from ..data.numbers import read_tsv
     from ..data.translation_batches import file_fingerprint
     from ..training.loop import TrainingDiverged
-    from ..training.ranks import ProcessZeroError, check_timeout
+    from ..training.ranks import ProcessZeroError
     from ..training.translation import train_translation
 
-    if args.new_data and not args.resume:
-        raise ValueError("--new-data goes with --resume (a new run trains on what it is given)")
-    _check_files(args)
-    if args.timeout is not None:
-        check_timeout(args.timeout)
-        if not args.distributed:
-            raise ValueError("--timeout is how long a process of a --distributed job waits for "
-                             "the others; without --distributed there are none: drop it")
+    _check_options(args)
     model_options, changes = _settings(args)
     check_threads(args.threads)
     # the training file is streamed (tokenised once into RUN/ids/), never read whole

@@ -341,7 +341,8 @@ def _read_input(path: str) -> list[str]:
 @contextlib.contextmanager
 def _stream(target: Path | None) -> Iterator[TextIO]:
     """Standard output, or a temporary file beside `target` that replaces it once standard
-    input ends (a file it replaces stays whole until then)."""
+    input ends: a file it replaces stays whole until then, and after a stop (Ctrl-C) or a
+    failure the temporary is removed and the file is as it was."""
     from .._io import atomic_path
 
     if target is None:
