@@ -170,3 +170,14 @@ def test_a_stale_file_lock_is_taken_over(tmp_path):
     with output_file(str(tmp_path / "out.txt"), "--output"):
         pass
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("make", ["fifo", "folder"])
+def test_an_atomic_write_replaces_only_a_regular_file(tmp_path, make):
+    from vanilla_transformer._io import atomic_write
+
+    target = tmp_path / "x"
+    os.mkfifo(target) if make == "fifo" else target.mkdir()
+    with pytest.raises(ValueError, match="is not a regular file"):
+        atomic_write(target, lambda f: f.write(b"data"))
+    assert not target.is_file() and sorted(p.name for p in tmp_path.iterdir()) == ["x"]

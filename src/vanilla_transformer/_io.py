@@ -45,6 +45,8 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[IO[bytes]], Any]
 
     Raises:
         FileNotFoundError: if the folder of `path` does not exist (nothing is written).
+        ValueError: if `path` is there but is not a regular file (a folder, a device, a
+            named pipe): nothing is written.
 
     Examples:
         >>> import tempfile, pathlib
@@ -109,6 +111,9 @@ def _temporary(path: str | os.PathLike[str]) -> tuple[Path, int, str]:
     folder = path.parent
     if not folder.is_dir():
         raise FileNotFoundError(f"cannot write {str(path)!r}: folder {str(folder)!r} does not exist")
+    if path.exists() and not path.is_file():  # a device, a pipe: replacing it is never meant
+        raise ValueError(f"cannot write {str(path)!r}: it is not a regular file, and only a "
+                         "regular file is replaced")
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
     umask = os.umask(0)
     os.umask(umask)
