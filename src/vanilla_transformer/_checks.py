@@ -316,12 +316,11 @@ def check_output_file(path: str, flag: str, *, reads: dict[str, str | None] | No
     if not target.parent.is_dir():
         raise ValueError(f"{flag} {path!r}: the folder {str(target.parent)!r} does not exist")
     if info is not None:
-        read = {other: name for other, name in (reads or {}).items()
-                if name and name != "-" and os.path.exists(name) and os.path.samefile(name, target)}
-        if stdin and _same_as_stdin(info):
-            read["standard input"] = path
-        for other in read:
-            raise ValueError(f"{flag} {path!r} is the file this command reads as {other}; "
+        read = [other for other, name in (reads or {}).items() if name and name != "-"
+                and os.path.exists(name) and os.path.samefile(name, target)]
+        read += ["standard input"] if stdin and _same_as_stdin(info) else []
+        if read:
+            raise ValueError(f"{flag} {path!r} is the file this command reads as {read[0]}; "
                              "choose another file")
     run = run_folder_of(target.parent)
     if run is not None:
