@@ -7,7 +7,10 @@ model trust their inputs.
 
 from __future__ import annotations
 
+import json
 import os
+import stat
+from collections.abc import Sequence
 from pathlib import Path
 
 import torch
@@ -28,6 +31,12 @@ __all__ = [
     "check_keep_mask_values",
     "check_choice",
     "check_existing_folder",
+    "has_run_shape",
+    "run_folder_of",
+    "check_path",
+    "check_output_file",
+    "check_output_folder",
+    "check_new_run_folder",
 ]
 
 INTEGER_DTYPES = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
@@ -221,3 +230,161 @@ def check_existing_folder(name: str, value: object) -> Path:
         what = "is not a folder" if path.exists() else "does not exist"
         raise ValueError(f"{name} {str(path)!r} {what}; create the folder first")
     return path
+
+
+# ---- The output rule: the checks every command that writes makes before any work ----
+# No empty path; only a regular file is replaced (`-` is standard output where a command
+# writes text); never a file the command reads, standard input included; nothing in a run
+# folder, known by its shape; a file that exists only with `overwrite`. `_io.output_file` and
+# `_io.output_folder` add the lock and leave nothing behind a refusal.
+
+_RUN_CONFIG, _RUN_SECTIONS = "config.json", ("model", "training")
+_RUN_BESIDE = ("tokenizer.json", "model.pt", "checkpoints")  # training.checkpoints' names
+
+
+def has_run_shape(path: str | os.PathLike[str]) -> bool:
+    """Whether `path` has a training run's shape: a `config.json` holding the `model` and
+    `training` sections a run writes, beside its `tokenizer.json`, `model.pt` or
+    `checkpoints/`. A folder that only holds a file of one of those names is not a run.
+
+    Examples:
+        >>> import tempfile, pathlib
+        >>> folder = pathlib.Path(tempfile.mkdtemp())
+        >>> _ = (folder / "config.json").write_text('{"model": {}, "training": {}}')
+        >>> has_run_shape(folder)
+        False
+        >>> _ = (folder / "tokenizer.json").write_text("{}")
+        >>> has_run_shape(folder)
+        True
+    """
+    folder = Path(os.fspath(path))
+    if not any((folder / name).exists() for name in _RUN_BESIDE):
+        return False
+    try:
+        config = json.loads((folder / _RUN_CONFIG).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(config, dict) and all(isinstance(config.get(k), dict)
+                                            for k in _RUN_SECTIONS)
+
+
+def run_folder_of(path: str | os.PathLike[str]) -> Path | None:
+    """The run folder `path` is, or lies in (its caches and checkpoints included), or `None`."""
+    start = Path(os.path.realpath(os.fspath(path)))
+    return next((p for p in (start, *start.parents) if has_run_shape(p)), None)
+
+
+def check_path(flag: str, value: str) -> str:
+    """Refuse an empty path, naming its flag (an empty path would mean the current folder,
+    or nothing at all)."""
+    if value == "":
+        raise ValueError(f"{flag} is empty; give a path")
+    return value
+
+
+def _kind(mode: int) -> str:
+    kinds = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe"),
+             (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+             (stat.S_ISSOCK, "a socket"))
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
+
+
+def check_output_file(path: str, flag: str, *, reads: dict[str, str | None] | None = None,
+                      stdin: bool = False, overwrite: bool = False,
+                      stdout: bool = False) -> Path | None:
+    """Refuse, before any work, an output file that would destroy something, and return the
+    file to write (a symbolic link's target), or `None` for `-` when `stdout` allows it.
+
+    Only a regular file is ever replaced: a folder, a device, a named pipe or a socket is
+    refused, `--overwrite` or not. A file the command reads (`reads`, by flag; standard input
+    with `stdin`), links and hard links included, is refused; so is anything in a run folder
+    (`run_folder_of`), and a file that exists, unless `overwrite`. Another writer's lock is
+    `_io.output_file`'s to check.
+
+    Raises:
+        ValueError: naming `flag` and `path`, for each of those.
+    """
+    check_path(flag, path)
+    if path == "-" and stdout:
+        return None
+    hint = "; give - for standard output" if stdout else ""
+    target = Path(os.path.realpath(path))
+    info = os.stat(target) if target.exists() else None
+    if info is not None and not stat.S_ISREG(info.st_mode):
+        raise ValueError(f"{flag} {path!r} is {_kind(info.st_mode)}, not a regular file; only "
+                         f"a regular file is written or replaced{hint}")
+    if not target.parent.is_dir():
+        raise ValueError(f"{flag} {path!r}: the folder {str(target.parent)!r} does not exist")
+    if info is not None:
+        read = [other for other, name in (reads or {}).items() if name and name != "-"
+                and os.path.exists(name) and os.path.samefile(name, target)]
+        read += ["standard input"] if stdin and _same_as_stdin(info) else []
+        if read:
+            raise ValueError(f"{flag} {path!r} is the file this command reads as {read[0]}; "
+                             "choose another file")
+    run = run_folder_of(target.parent)
+    if run is not None:
+        raise ValueError(f"{flag} {path!r} is in the run folder {str(run)!r}, whose files "
+                         "(its caches included) are the run's own; choose another file")
+    if info is not None and not overwrite:
+        raise ValueError(f"{flag} {path!r} exists; give --overwrite to replace it, or choose "
+                         "another file")
+    return target
+
+
+def _same_as_stdin(info: os.stat_result) -> bool:
+    try:
+        own = os.fstat(0)
+    except OSError:  # no standard input at all
+        return False
+    return (own.st_dev, own.st_ino) == (info.st_dev, info.st_ino)
+
+
+def check_output_folder(path: str, flag: str, names: Sequence[str], *,
+                        overwrite: bool = False) -> Path:
+    """Refuse, before any work, an output folder that is, or lies in, a run folder, or that
+    holds one of `names` (without `overwrite`; anything but a regular file, always).
+
+    Raises:
+        ValueError: naming `flag` and `path`, for each of those.
+    """
+    folder = Path(check_path(flag, path))
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"{flag} {path!r} is a file, not a folder; choose another folder")
+    run = run_folder_of(folder)
+    if run is not None:
+        where = "is a run folder" if run == folder.resolve() else f"is in the run folder {str(run)!r}"
+        raise ValueError(f"{flag} {path!r} {where}; its files are the run's: choose another "
+                         "folder")
+    for name in names:
+        if (folder / name).exists() and not (folder / name).is_file():
+            raise ValueError(f"{flag} {path!r} holds {name}, which is "
+                             f"{_kind(os.stat(folder / name).st_mode)}, not a regular file")
+    existing = [n for n in names if (folder / n).exists()]
+    if existing and not overwrite:
+        raise ValueError(f"{flag} {path!r} already holds {', '.join(existing)}; give "
+                         "--overwrite to replace them, or choose another folder")
+    return folder
+
+
+def check_new_run_folder(path: str, flag: str, *, overwrite: bool) -> Path:
+    """Refuse a folder for a new run that lies in another run's folder, or, with `overwrite`,
+    one that holds files but is not a run (`has_run_shape`): replacing it would delete a
+    user's own files.
+
+    Raises:
+        ValueError: naming `flag` and `path`.
+    """
+    folder = Path(check_path(flag, path))
+    outer = run_folder_of(folder.resolve().parent)
+    if outer is not None:
+        raise ValueError(f"{flag} {path!r} is in the run folder {str(outer)!r}, whose files "
+                         "are that run's own; choose a folder outside it")
+    if overwrite and folder.is_dir() and not has_run_shape(folder):
+        held = sorted(p.name for p in folder.iterdir() if not p.name.startswith("."))
+        if held:
+            raise ValueError(f"{flag} {path!r} is not a run folder (it holds "
+                             f"{', '.join(held[:4])}, but no run's config.json beside its "
+                             "tokenizer.json or checkpoints/), and --overwrite replaces only "
+                             "a run: choose another folder")
+    return folder

@@ -3,10 +3,9 @@
 A save that is killed halfway must never leave a truncated file where a good one was: every
 file the package saves whole (checkpoints, a run's state and settings, TSV corpora, the
 tokenizer, ONNX graphs) goes to a temporary file in the same folder, is flushed to disk, and
-then replaces the target in one `os.replace`. Files that grow line by line are the exception:
-a run's `metrics.jsonl`, and the `--output` file of `translate RUN` while it translates
-standard input, are written in place a line at a time, so a kill can cut their last line
-short; a run folder's lock file is created in place.
+then replaces the target in one `os.replace`. A run's `metrics.jsonl`, which grows line by
+line, is the exception: it is written in place, so a kill can cut its last line short; a
+lock file is created in place.
 
 A folder has one writer at a time: `RunLock`, whose lock file names the writer's process id,
 trusts nothing but a live process. A full disk is reported as `ENOSPC` naming the file, and
@@ -21,12 +20,13 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
 __all__ = ["atomic_write", "atomic_path", "atomic_torch_save", "naming", "save_atomically",
-           "write_json", "is_temporary", "remove_entry", "make_folder", "LOCK_FILE", "RunLock"]
+           "write_json", "is_temporary", "remove_entry", "make_folder", "LOCK_FILE", "RunLock",
+           "output_file", "output_folder"]
 
 LOCK_FILE = ".lock"
 """The lock file of a folder that one process writes at a time."""
@@ -45,6 +45,8 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[IO[bytes]], Any]
 
     Raises:
         FileNotFoundError: if the folder of `path` does not exist (nothing is written).
+        ValueError: if `path` is there but is not a regular file (a folder, a device, a
+            named pipe): nothing is written.
 
     Examples:
         >>> import tempfile, pathlib
@@ -109,6 +111,9 @@ def _temporary(path: str | os.PathLike[str]) -> tuple[Path, int, str]:
     folder = path.parent
     if not folder.is_dir():
         raise FileNotFoundError(f"cannot write {str(path)!r}: folder {str(folder)!r} does not exist")
+    if path.exists() and not path.is_file():  # a device, a pipe: replacing it is never meant
+        raise ValueError(f"cannot write {str(path)!r}: it is not a regular file, and only a "
+                         "regular file is replaced")
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
     umask = os.umask(0)
     os.umask(umask)
@@ -203,7 +208,8 @@ def _pid_alive(pid: int) -> bool:
 class RunLock:
     """The lock that makes one process the only writer of a folder: the file `LOCK_FILE`,
     created exclusively and holding the owner's process id, removed on exit. A lock file that
-    names no live process (a dead one, or no pid at all) is taken over.
+    names no live process (a dead one, or no pid at all) is taken over. A writer of one file
+    locks it with `name=".NAME.lock"` beside it.
 
     Raises:
         ValueError: on entry, if a live process holds the lock; the message names its pid.
@@ -218,9 +224,9 @@ class RunLock:
         False
     """
 
-    def __init__(self, folder: str | os.PathLike[str]) -> None:
+    def __init__(self, folder: str | os.PathLike[str], name: str = LOCK_FILE) -> None:
         self.folder = Path(os.fspath(folder))
-        self.path = self.folder / LOCK_FILE
+        self.path = self.folder / name
         self.held = False
 
     def holder(self) -> int | None:
@@ -241,9 +247,8 @@ class RunLock:
                 pid = self.holder()
                 if pid is not None and pid != os.getpid():
                     raise ValueError(
-                        f"run folder {str(self.folder)!r} is in use: process {pid} is writing "
-                        f"it (its lock is {str(self.path)!r}); wait for it to finish or stop it"
-                    ) from None
+                        f"{self._what()} is in use: process {pid} is writing it (its lock is "
+                        f"{str(self.path)!r}); wait for it to finish or stop it") from None
                 self.path.unlink(missing_ok=True)  # stale: its writer is gone
                 continue
             with os.fdopen(fd, "w") as f:
@@ -252,6 +257,11 @@ class RunLock:
             return
         raise ValueError(f"cannot take the lock {str(self.path)!r}: another writer keeps "
                          "taking it")
+
+    def _what(self) -> str:
+        if self.path.name == LOCK_FILE:
+            return f"folder {str(self.folder)!r}"
+        return f"file {str(self.folder / self.path.name[1:-len(LOCK_FILE)])!r}"
 
     def release(self) -> None:
         """Remove the lock file if this process holds it."""
@@ -265,3 +275,80 @@ class RunLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+@contextlib.contextmanager
+def _hold(lock: RunLock, flag: str, shown: str) -> Iterator[None]:
+    """Hold `lock`; a live process that holds it is refused, naming the flag and the path."""
+    try:
+        lock.acquire()
+    except ValueError as error:
+        raise ValueError(f"{flag} {shown!r}: {error}") from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+@contextlib.contextmanager
+def output_file(path: str, flag: str, *, reads: dict[str, str | None] | None = None,
+                stdin: bool = False, overwrite: bool = False,
+                stdout: bool = False) -> Iterator[Path | None]:
+    """The output rule for a file (`_checks.check_output_file`), then its lock (`RunLock` of
+    `.NAME.lock` beside it) held while the block runs, and the rule checked again under it:
+    of two commands that write one file at once, the second is refused, and so is a file in
+    a folder another process holds.
+
+    Yields:
+        The file to write (a link's target), or `None` for `-` where `stdout` allows it.
+    """
+    from ._checks import check_output_file  # here: it imports torch, which --help must not
+
+    def check() -> Path | None:
+        return check_output_file(path, flag, reads=reads, stdin=stdin, overwrite=overwrite,
+                                 stdout=stdout)
+
+    target = check()
+    if target is None:
+        yield None
+        return
+    holder = RunLock(target.parent).holder()
+    if holder is not None and holder != os.getpid():
+        raise ValueError(f"{flag} {path!r}: folder {str(target.parent)!r} is in use: process "
+                         f"{holder} is writing it; wait for it to finish or stop it")
+    with _hold(RunLock(target.parent, f".{target.name}{LOCK_FILE}"), flag, path):
+        check()
+        yield target
+
+
+@contextlib.contextmanager
+def output_folder(path: str, flag: str, names: Sequence[str], *,
+                  overwrite: bool = False) -> Iterator[Path]:
+    """The output rule for a folder that will hold `names` (`_checks.check_output_folder`),
+    then the folder created, its `RunLock` held while the block runs, and the rule checked
+    again under it. A block that raises leaves nothing behind: what it added to the folder,
+    and the folders it created, are removed.
+
+    Yields:
+        The folder.
+    """
+    from ._checks import check_output_folder  # here: it imports torch, which --help must not
+
+    folder = check_output_folder(path, flag, names, overwrite=overwrite)
+    created = [p for p in (folder, *folder.parents) if not p.exists()]
+    make_folder(folder)
+    try:
+        with _hold(RunLock(folder), flag, path):
+            before = set(os.listdir(folder))
+            try:
+                check_output_folder(path, flag, names, overwrite=overwrite)
+                yield folder
+            except BaseException:
+                for name in set(os.listdir(folder)) - before - {LOCK_FILE}:
+                    remove_entry(folder / name)
+                raise
+    except BaseException:
+        for made in created:
+            with contextlib.suppress(OSError):
+                made.rmdir()  # only if empty
+        raise

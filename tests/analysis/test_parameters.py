@@ -29,10 +29,10 @@ def configs(draw):
     """Small random ModelConfig keyword arguments covering every make_model option."""
     h = draw(st.sampled_from([1, 2, 4]))
     tie = draw(st.booleans())
-    src_vocab = draw(st.integers(0, 20))
+    src_vocab = draw(st.integers(1, 20))  # a model needs a token; 0 is test_empty_vocabularies'
     return dict(
         src_vocab=src_vocab,
-        tgt_vocab=src_vocab if tie else draw(st.integers(0, 20)),
+        tgt_vocab=src_vocab if tie else draw(st.integers(1, 20)),
         N=draw(st.integers(1, 2)),
         d_model=h * draw(st.integers(2 if h == 1 else 1, 32 // h)),  # annotated LN: d >= 2
         d_ff=draw(st.integers(1, 48)),
@@ -114,9 +114,16 @@ def test_tied_weights_are_counted_once_in_src_embedding():
     dict(src_vocab=0, tgt_vocab=0, tie_weights=True),
 ])
 def test_empty_vocabularies(kwargs):
-    model = make_model(**kwargs, N=1, d_model=8, d_ff=16, h=2)
-    assert parameter_count(**kwargs, N=1, d_model=8, d_ff=16, h=2).total == count_parameters(
-        model).total
+    sizes = dict(N=1, d_model=8, d_ff=16, h=2)
+    with pytest.raises(ValueError, match="vocab must be at least 1 to build a model"):
+        make_model(**kwargs, **sizes)
+    # a count is affine in each vocabulary, so the count at 0 is 2 * (count at 1) - (count at 2)
+    # for each side with 0 tokens; those two are checked against real models
+    ones = {k: v or 1 if k.endswith("vocab") else v for k, v in kwargs.items()}
+    twos = {k: v or 2 if k.endswith("vocab") else v for k, v in kwargs.items()}
+    real = [count_parameters(make_model(**kw, **sizes)).total for kw in (ones, twos)]
+    assert [parameter_count(**kw, **sizes).total for kw in (ones, twos)] == real
+    assert parameter_count(**kwargs, **sizes).total == 2 * real[0] - real[1]
 
 
 @pytest.mark.parametrize("bad, error", [
@@ -213,7 +220,7 @@ def test_count_parameters_shared_frozen_and_direct():
 
 
 @settings(max_examples=10, deadline=None)
-@given(st.integers(1, 8).map(lambda k: 8 * k), st.integers(0, 50))
+@given(st.integers(1, 8).map(lambda k: 8 * k), st.integers(1, 50))
 def test_source_closed_form_holds_only_for_tied_weights_without_generator_bias(d, v):
     closed = source_closed_form(d, v)
     tied = make_model(v, v, 6, d, 4 * d, 8, tie_weights=True, generator_bias=False)

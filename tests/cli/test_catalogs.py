@@ -81,10 +81,11 @@ def test_existing_files_and_run_folders_are_not_written_over(locale, tmp_path, c
     assert len(read_tsv(data / "valid.tsv")) == 4
     run = tmp_path / "run"
     run.mkdir()
-    (run / "config.json").write_text("{}")  # a file a training run writes
+    (run / "config.json").write_text('{"model": {}, "training": {}}')  # a run's shape
+    (run / "tokenizer.json").write_text("{}")
     capsys.readouterr()
     assert "is a run folder" in _error(capsys, _catalogs(locale, run, "--overwrite"))
-    assert sorted(p.name for p in run.iterdir()) == ["config.json"]
+    assert sorted(p.name for p in run.iterdir()) == ["config.json", "tokenizer.json"]
 
 
 @pytest.mark.parametrize("extra, message", [

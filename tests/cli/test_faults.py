@@ -235,26 +235,26 @@ def case_output_over_its_input(data, run, tmp_path):
 
 
 def case_output_over_a_file_it_did_not_create(data, run, tmp_path):
-    (run / "notes.txt").write_text("mine", encoding="utf-8")
-    return ["translate", str(run), "--beam", "1", "one", "--output", str(run / "notes.txt")]
+    (tmp_path / "notes.txt").write_text("mine", encoding="utf-8")
+    return ["translate", str(run), "--beam", "1", "one", "--output", str(tmp_path / "notes.txt")]
 
 
 def case_eval_json_over_a_file(data, run, tmp_path):
-    (run / "scores.json").write_text("{}", encoding="utf-8")
+    (tmp_path / "scores.json").write_text("{}", encoding="utf-8")
     return ["translate", "eval", str(run), "--data", str(data / "test.tsv"), "--json",
-            str(run / "scores.json")]
+            str(tmp_path / "scores.json")]
 
 
 def case_eval_output_over_its_data(data, run, tmp_path):
-    shutil.copy(data / "test.tsv", run / "test.tsv")
-    return ["translate", "eval", str(run), "--data", str(run / "test.tsv"), "--output",
-            str(run / "test.tsv"), "--overwrite"]
+    shutil.copy(data / "test.tsv", tmp_path / "test.tsv")
+    return ["translate", "eval", str(run), "--data", str(tmp_path / "test.tsv"), "--output",
+            str(tmp_path / "test.tsv"), "--overwrite"]
 
 
 def case_numbers_over_a_corpus(data, run, tmp_path):
-    (run / "corpus").mkdir()
-    (run / "corpus" / "train.tsv").write_text("one\teins\n", encoding="utf-8")
-    return ["translate", "numbers", "--out", str(run / "corpus")]
+    (tmp_path / "corpus").mkdir()
+    (tmp_path / "corpus" / "train.tsv").write_text("one\teins\n", encoding="utf-8")
+    return ["translate", "numbers", "--out", str(tmp_path / "corpus")]
 
 
 def case_numbers_with_a_negative_seed(data, run, tmp_path):
@@ -266,9 +266,9 @@ def case_numbers_into_a_run(data, run, tmp_path):
 
 
 def case_export_over_a_graph(data, run, tmp_path):
-    (run / "onnx").mkdir()
-    (run / "onnx" / "encoder.onnx").write_bytes(b"mine")
-    return ["translate", "export", str(run), "--out", str(run / "onnx")]
+    (tmp_path / "onnx").mkdir()
+    (tmp_path / "onnx" / "encoder.onnx").write_bytes(b"mine")
+    return ["translate", "export", str(run), "--out", str(tmp_path / "onnx")]
 
 
 def case_model_without_its_tokenizer(data, run, tmp_path):
@@ -390,12 +390,12 @@ CASES = [
     (case_an_infinite_timeout, 2, "timeout must be a positive, finite number"),
     (case_too_many_threads, 2, "--threads must be in [1, 1024]"),
     (case_a_beam_too_wide, 2, "--beam must be positive and at most 1024"),
-    (case_output_over_the_model, 2, "is a file of a run folder"),
-    (case_output_over_a_checkpoint, 2, "is a file of a run folder"),
-    (case_output_over_its_input, 2, "is a file this command reads"),
+    (case_output_over_the_model, 2, "is in the run folder"),
+    (case_output_over_a_checkpoint, 2, "is in the run folder"),
+    (case_output_over_its_input, 2, "is the file this command reads as --input"),
     (case_output_over_a_file_it_did_not_create, 2, "exists; give --overwrite"),
     (case_eval_json_over_a_file, 2, "exists; give --overwrite"),
-    (case_eval_output_over_its_data, 2, "is a file this command reads"),
+    (case_eval_output_over_its_data, 2, "is the file this command reads as --data"),
     (case_numbers_over_a_corpus, 2, "already holds train.tsv"),
     (case_numbers_into_a_run, 2, "is a run folder"),
     (case_numbers_with_a_negative_seed, 2, "--seed must be an int >= 0, got -1"),

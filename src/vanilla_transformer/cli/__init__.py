@@ -235,6 +235,14 @@ def run_params(args: argparse.Namespace) -> int:
     return 0
 
 
+def _top_level_option(word: str) -> bool:
+    """Whether `word` is an option of the command itself (`--help`, `--version`, or an
+    abbreviation argparse accepts), not of a subcommand."""
+    name = word.split("=", 1)[0]
+    return name == "-h" or (len(name) > 2 and any(o.startswith(name) for o in ("--help",
+                                                                               "--version")))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with `argv` (default: `sys.argv[1:]`).
 
@@ -256,6 +264,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         2
     """
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    first = next(iter(argv), "")
+    if first.startswith("-") and not _top_level_option(first):  # argparse: "COMMAND missing"
+        print(f"{PROG}: error: unknown option {first!r}; a command's options go after the "
+              f"COMMAND (see '{PROG} --help')", file=sys.stderr)
+        return 2
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit_:  # --help, or an argparse error already printed

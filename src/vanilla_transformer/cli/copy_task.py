@@ -15,6 +15,7 @@ from typing import Any
 from ..config import COPY_MODEL, CopyTaskConfig
 from ..config.model import check_seed
 from .options import (
+    OVERWRITE_HELP,
     ModelField,
     add_config_arguments,
     add_field_arguments,
@@ -94,6 +95,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--save", metavar="PATH", help="save the trained model to PATH")
     run.add_argument("--load", metavar="PATH",
                      help="load a model saved with --save instead of training one")
+    run.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
 
 
 def register(subparsers: Any) -> argparse.ArgumentParser:
@@ -139,16 +141,19 @@ def run_copy_task(args: argparse.Namespace) -> int:
         args: the parsed options of the subcommand (see
             [`register`][vanilla_transformer.cli.copy_task.register]).
 
-    Every option, the `--save` folder and the `--load` file included, is checked before
-    training starts. A loss that diverged is reported on stderr.
+    Every option, the `--save` file and the `--load` file included, is checked before
+    training starts (the `--save` file by the output rule of
+    `_checks.check_output_file`, and locked until it is written by `_io.output_file`). A loss that
+    diverged is reported on stderr.
 
     Returns:
         The exit status, `0`.
 
     Raises:
-        ValueError: for an invalid option value, a `--save` path whose folder is missing or
-            not writable, a `--load` file that is missing or not a checkpoint, or a loss that
-            became NaN or infinite during training.
+        ValueError: for an invalid option value, an empty path, a `--save` path whose folder
+            is missing or not writable, that exists (without `--overwrite`), is not a regular
+            file or is in a run folder, `--save` with `--load`, a `--load` file that is missing
+            or not a checkpoint, or a loss that became NaN or infinite during training.
 
     Examples:
         >>> import argparse
@@ -165,9 +170,12 @@ def run_copy_task(args: argparse.Namespace) -> int:
         exact match: ...% (.../100 held-out sequences, seed 1, greedy decoding from start symbol 1)
         0
     """
+    import contextlib
+
     import torch
 
-    from .._checks import check_non_negative_int, check_positive_int
+    from .._checks import check_non_negative_int, check_path, check_positive_int
+    from .._io import output_file
 
     check_threads(args.threads)
     check_positive_int("--eval-size", args.eval_size)
@@ -177,21 +185,30 @@ def run_copy_task(args: argparse.Namespace) -> int:
     check_seed(args.seed, "--seed")
     if args.eval_seed is not None:
         check_seed(args.eval_seed, "--eval-seed")
-    if args.save:
-        _check_writable(args.save, "--save")
-    if args.load and not os.path.isfile(args.load):
-        raise ValueError(f"--load {args.load!r}: no such file")
+    if args.load is not None:
+        if args.save is not None:
+            raise ValueError("--save goes with training; --load reads a model and saves "
+                             "nothing: give one of them")
+        if not os.path.isfile(check_path("--load", args.load)):
+            raise ValueError(f"--load {args.load!r}: no such file")
     threads = torch.get_num_threads()
-    torch.set_num_threads(args.threads)
-    try:
-        return _run(args)
-    finally:
-        torch.set_num_threads(threads)
+    with contextlib.ExitStack() as stack:
+        if args.save is not None:
+            _check_writable(args.save, "--save")
+            args.save_to = stack.enter_context(output_file(args.save, "--save",
+                                                           overwrite=args.overwrite))
+        torch.set_num_threads(args.threads)
+        try:
+            return _run(args)
+        finally:
+            torch.set_num_threads(threads)
 
 
 def _check_writable(path: str, option: str) -> None:
     """Raise unless `path` can be written, so a run does not train only to fail at saving."""
-    folder = os.path.dirname(os.path.abspath(path))
+    from .._checks import check_path
+
+    folder = os.path.dirname(os.path.abspath(check_path(option, path)))
     if os.path.isdir(path):
         raise ValueError(f"{option} {path!r} is a folder; give a file name, e.g. {path}/model.pt")
     if not os.path.isdir(folder):
@@ -249,7 +266,7 @@ def _run(args: argparse.Namespace) -> int:
                   f"{config.factor:g}) or raise --warmup (now {config.warmup})",
                   file=sys.stderr, flush=True)
         if args.save:
-            save_checkpoint(args.save, model, task=config.to_dict(), seed=config.seed,
+            save_checkpoint(args.save_to, model, task=config.to_dict(), seed=config.seed,
                             steps=config.steps, final_loss=run.final_loss)
             print(f"saved model to {args.save}")
     eval_seed = seed + 1 if args.eval_seed is None else args.eval_seed

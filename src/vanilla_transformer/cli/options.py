@@ -28,7 +28,12 @@ from ..config import LAYER_NORMS, PRESETS, ModelConfig
 __all__ = ["OneLineParser", "CommandFailed", "ModelField", "MODEL_FIELDS", "LAYER_NORMS",
            "PRESET_NAMES", "MAX_THREADS", "check_threads", "fields_of", "flag", "flag_message",
            "add_config_arguments", "add_field_arguments", "config_values", "EXTRAS",
-           "MissingExtra", "require_modules"]
+           "MissingExtra", "require_modules", "OVERWRITE_HELP"]
+
+OVERWRITE_HELP = ("replace files that exist (only regular files; never a file the command "
+                  "reads, or anything in a run folder)")
+"""The help of `--overwrite`, the same for every command that writes (the rule is
+`_checks.check_output_file`'s and `_checks.check_output_folder`'s)."""
 
 
 class ModelField(NamedTuple):

@@ -79,9 +79,11 @@ def run_start(args: argparse.Namespace) -> int:
     Returns:
         0.
     """
+    from .._io import output_folder
     from ..practice import STARTERS, write_starters
 
-    written = write_starters(args.dir, overwrite=args.force)
+    with output_folder(args.dir, "DIR", []) as folder:  # locked; a refusal leaves nothing
+        written = write_starters(folder, overwrite=args.force)
     kept = len(STARTERS) - len(written)
     print(f"wrote {len(written)} files to {args.dir} (start with its README.md)"
           + (f"; kept {kept} files that exist (--force overwrites them)" if kept else ""))

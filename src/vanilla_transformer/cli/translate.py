@@ -34,8 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ..pretrained import TRANSLATORS
-from .options import OneLineParser, require_modules
-from .outputs import check_folder_outputs, make_folder
+from .options import OVERWRITE_HELP, OneLineParser, require_modules
 from .translate_export import add_export_arguments, run_export
 from .translate_train import (
     PAPER_SMALL,
@@ -79,8 +78,7 @@ def add_catalogs_arguments(parser: argparse.ArgumentParser) -> None:
                              "(default %(default)s)")
     parser.add_argument("--locale-dir", default=_LOCALE_DIR, metavar="LOCALE_DIR",
                         help="where the catalogs are installed (default %(default)s)")
-    parser.add_argument("--overwrite", action="store_true",
-                        help="write over files that exist (never over a run's own file)")
+    parser.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
 
 
 def run_catalogs(args: argparse.Namespace) -> int:
@@ -88,9 +86,11 @@ def run_catalogs(args: argparse.Namespace) -> int:
 
     Raises:
         ValueError: before anything is written, for a bad option, an output folder that
-            holds the files (without `--overwrite`) or is a run folder, or no catalogs for
-            `--lang`.
+            holds the files (without `--overwrite`), is in a run folder or is in use, or no
+            catalogs for `--lang`.
     """
+    from .._checks import check_output_folder
+    from .._io import output_folder
     from ..data.catalogs import catalog_corpus, catalog_files, summary
     from ..data.numbers import write_tsv
 
@@ -99,17 +99,17 @@ def run_catalogs(args: argparse.Namespace) -> int:
             raise ValueError(f"--{option.replace('_', '-')} must be an int >= "
                              f"{1 if option == 'max_chars' else 0}, got {getattr(args, option)}")
     names = [f"{split}.tsv" for split in ("train", "valid", "test")]
-    folder = check_folder_outputs(args.out, names, args.overwrite)
+    check_output_folder(args.out, "--out", names, overwrite=args.overwrite)
     catalog_files(args.lang, args.locale_dir)  # none installed: refused before any folder
-    corpus = catalog_corpus(args.lang, valid_size=args.valid_size, test_size=args.test_size,
-                            seed=args.seed, max_chars=args.max_chars,
-                            locale_dir=args.locale_dir)
-    for line in summary(corpus, Path(args.locale_dir) / args.lang / "LC_MESSAGES"):
-        print(line)
-    make_folder(folder)
-    for name, pairs in corpus.splits.items():
-        path = write_tsv(folder / f"{name}.tsv", pairs)
-        print(f"wrote {path}: {len(pairs):,} pairs")
+    with output_folder(args.out, "--out", names, overwrite=args.overwrite) as folder:
+        corpus = catalog_corpus(args.lang, valid_size=args.valid_size,
+                                test_size=args.test_size, seed=args.seed,
+                                max_chars=args.max_chars, locale_dir=args.locale_dir)
+        for line in summary(corpus, Path(args.locale_dir) / args.lang / "LC_MESSAGES"):
+            print(line)
+        for name, pairs in corpus.splits.items():
+            path = write_tsv(folder / f"{name}.tsv", pairs)
+            print(f"wrote {path}: {len(pairs):,} pairs")
     return 0
 
 

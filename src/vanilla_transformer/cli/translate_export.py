@@ -8,7 +8,7 @@ import argparse
 from pathlib import Path
 
 from ..pretrained import resolve_run
-from .outputs import OVERWRITE_HELP, check_folder_outputs, make_folder
+from .options import OVERWRITE_HELP
 from .translate_use import RUN_HELP
 
 __all__ = ["EXPORT_FORMATS", "add_export_arguments", "run_export"]
@@ -42,21 +42,22 @@ _EXPORT_FILES = {"onnx": ["encoder.onnx", "decoder.onnx"],
 
 
 def run_export(args: argparse.Namespace) -> int:
+    from .._checks import check_output_folder, check_path
+    from .._io import output_folder
     from ..training.checkpoints import TOKENIZER_FILE
-    from ..training.run_folder import is_run_folder
     from .options import require_modules
 
-    out, run = Path(args.out), resolve_run(args.run)
-    if is_run_folder(out) or (out.resolve() == run.resolve()):
-        raise ValueError(f"--out {args.out!r} is a run folder; export writes its own "
+    out, run = Path(check_path("--out", args.out)), resolve_run(check_path("RUN", args.run))
+    if out.resolve() == run.resolve():
+        raise ValueError(f"--out {args.out!r} is a run folder, RUN; export writes its own "
                          f"{TOKENIZER_FILE} and would replace the run's: choose another folder")
     if args.max_len is not None and args.max_len <= 0:
         raise ValueError(f"--max-len must be positive, got {args.max_len}")
     if args.quantization is not None and args.format != "ctranslate2":
         raise ValueError(f"--quantization {args.quantization} needs --format ctranslate2")
     require_modules([args.format])  # before anything is written
-    folder = check_folder_outputs(args.out, [*_EXPORT_FILES[args.format], TOKENIZER_FILE],
-                                   args.overwrite)
+    names = [*_EXPORT_FILES[args.format], TOKENIZER_FILE]
+    check_output_folder(args.out, "--out", names, overwrite=args.overwrite)
     from ..training.run_folder import load_translator
 
     model, tokenizer = load_translator(args.run, args.checkpoint)
@@ -64,22 +65,18 @@ def run_export(args: argparse.Namespace) -> int:
         from ..interop.onnx import trim_positions
 
         model = trim_positions(model, args.max_len)
-    created = not folder.exists()
-    try:
+    # a refused model leaves nothing behind: output_folder removes what it added
+    with output_folder(args.out, "--out", names, overwrite=args.overwrite) as folder:
         if args.format == "ctranslate2":
             from ..interop.ctranslate2 import export_ctranslate2
 
-            paths = export_ctranslate2(model, tokenizer, make_folder(folder),
+            paths = export_ctranslate2(model, tokenizer, folder,
                                        quantization=args.quantization)
         else:
             from ..interop.onnx import export_onnx
 
-            paths = export_onnx(model, make_folder(folder), attention_weights=True)
-    except BaseException:
-        if created and folder.is_dir() and not any(folder.iterdir()):
-            folder.rmdir()  # a refused model leaves no empty folder behind
-        raise
-    paths["tokenizer"] = tokenizer.save(folder / TOKENIZER_FILE)
+            paths = export_onnx(model, folder, attention_weights=True)
+        paths["tokenizer"] = tokenizer.save(folder / TOKENIZER_FILE)
     for name, path in paths.items():
         print(f"wrote {path}: {Path(path).stat().st_size:,} bytes ({name})")
     return 0

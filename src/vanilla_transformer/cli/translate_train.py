@@ -216,9 +216,9 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
                           "-m vanilla_transformer translate train --distributed ...' (NCCL "
                           "with cuda, else gloo); each step takes accum-iter batches per "
                           "process")
-    run.add_argument("--timeout", type=float, default=TRANSLATE_TIMEOUT, metavar="SECONDS",
-                     help="with --distributed: how long a process waits for the others, "
-                          "e.g. while process 0 validates (default %(default)s)")
+    run.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                     help="with --distributed only: how long a process waits for the others, "
+                          f"e.g. while process 0 validates (default {TRANSLATE_TIMEOUT})")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_config_arguments(
         parser.add_argument_group(f"model (overrides the preset; defaults: {DEFAULT_PRESET})"),
@@ -320,6 +320,25 @@ def _size(args: argparse.Namespace, valid_pairs: list[tuple[str, str]],
     return chosen
 
 
+def _check_options(args: argparse.Namespace) -> None:
+    """Refuse, before any file is read, options that do not go together, an empty path, and
+    a folder a new run must not take (`_checks.check_new_run_folder`), naming the flags."""
+    from .._checks import check_new_run_folder, check_path
+    from ..training.ranks import check_timeout
+
+    if args.new_data and not args.resume:
+        raise ValueError("--new-data goes with --resume (a new run trains on what it is given)")
+    for option in ("config", "train", "valid"):
+        if getattr(args, option) is not None:
+            check_path(f"--{option}", getattr(args, option))
+    check_new_run_folder(args.out, "--out", overwrite=args.overwrite)
+    if args.timeout is not None:
+        check_timeout(args.timeout)
+        if not args.distributed:
+            raise ValueError("--timeout is how long a process of a --distributed job waits for "
+                             "the others; without --distributed there are none: drop it")
+
+
 def run_train(args: argparse.Namespace) -> int:
     """`translate train`: the exit status (0, or 130 when interrupted)."""
     import torch
@@ -328,14 +347,12 @@ def run_train(args: argparse.Namespace) -> int:
     from ..data.numbers import read_tsv
     from ..data.translation_batches import file_fingerprint
     from ..training.loop import TrainingDiverged
-    from ..training.ranks import ProcessZeroError, check_timeout, process_rank
+    from ..training.ranks import ProcessZeroError, process_rank
     from ..training.translation import train_translation
 
-    if args.new_data and not args.resume:
-        raise ValueError("--new-data goes with --resume (a new run trains on what it is given)")
+    _check_options(args)
     model_options, changes = _settings(args)
     check_threads(args.threads)
-    check_timeout(args.timeout)
     # the training file is streamed (tokenised once into RUN/ids/), never read whole
     next(iter_tsv(args.train))  # a missing or malformed first line: fail before anything else
     valid_pairs = read_tsv(args.valid)
@@ -361,7 +378,7 @@ def run_train(args: argparse.Namespace) -> int:
                 overwrite=args.overwrite, new_data=args.new_data, data_fingerprint=fingerprint,
                 should_stop=stop, device=args.device, amp=args.amp,
                 progress=not args.no_progress, log=log, distributed=args.distributed,
-                timeout=args.timeout)
+                timeout=TRANSLATE_TIMEOUT if args.timeout is None else args.timeout)
         except TrainingDiverged as error:
             raise CommandFailed(flag_message(error), 1) from None
         except ProcessZeroError:  # process 0 refused the run and says why

@@ -1,23 +1,25 @@
 """The `translate` actions that read or use a run: `numbers` (a corpus), `RUN [TEXT ...]`
 (translate) and `eval` (score); `export` is in `cli.translate_export`.
 
-None writes over a file it reads, a file of a run folder, or a file it did not create, unless
-`--overwrite` is given (a file it reads, or a run's own file, never): `cli.outputs` checks.
+Each follows the output rule of `_checks` and `_io.output_file`: no empty path,
+only a regular file replaced (`-` is standard output), never a file it reads or anything in a
+run folder, a file that exists only with `--overwrite`, and one writer at a time.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from ..config import AMP_MODES, DEVICES
 from ..pretrained import TRANSLATORS
-from .outputs import OVERWRITE_HELP, check_folder_outputs, check_output, make_folder
+from .options import OVERWRITE_HELP
 
 __all__ = ["RUN_HELP", "MAX_BEAM", "add_numbers_arguments", "add_run_arguments", "add_eval_arguments",
            "run_numbers", "run_run", "run_eval"]
@@ -113,19 +115,37 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
 
+def _check_numbers(args: argparse.Namespace, sizes: dict[str, int]) -> None:
+    """Refuse `numbers` options the corpus cannot meet, naming the flags."""
+    for option, value in (("--seed", args.seed), ("--always-train", args.always_train),
+                          *((f"--{name}-size", size) for name, size in sizes.items())):
+        if value < 0:  # Python's random.seed(-n) is seed(n): two seeds, one corpus
+            raise ValueError(f"{option} must be an int >= 0, got {value}")
+    if args.limit <= 0:
+        raise ValueError(f"--limit must be a positive int, got {args.limit}")
+    if sum(sizes.values()) > args.limit:
+        raise ValueError(f"--train-size, --valid-size and --test-size add up to "
+                         f"{sum(sizes.values())} numbers, but --limit {args.limit} allows only "
+                         f"{args.limit}; raise --limit or lower the sizes")
+    if sizes["train"] < min(args.always_train, args.limit):
+        raise ValueError(f"--train-size {sizes['train']} cannot hold the "
+                         f"{min(args.always_train, args.limit)} numbers below --always-train "
+                         f"{args.always_train}; raise --train-size or lower --always-train")
+
+
 def run_numbers(args: argparse.Namespace) -> int:
+    from .._io import output_folder
     from ..data.numbers import number_corpus, write_tsv
 
     sizes = {name: getattr(args, f"{name}_size") for name in ("train", "valid", "test")}
-    if args.seed < 0:  # Python's random.seed(-n) is seed(n): two seeds, one corpus
-        raise ValueError(f"--seed must be an int >= 0, got {args.seed}")
-    folder = make_folder(check_folder_outputs(args.out, [f"{n}.tsv" for n in sizes],
-                                                args.overwrite))
-    corpus = number_corpus(args.lang, sizes, limit=args.limit, seed=args.seed,
-                           always_first=args.always_train)
-    for name, pairs in corpus.items():
-        path = write_tsv(folder / f"{name}.tsv", pairs)
-        print(f"wrote {path}: {len(pairs)} pairs")
+    _check_numbers(args, sizes)
+    names = [f"{n}.tsv" for n in sizes]
+    with output_folder(args.out, "--out", names, overwrite=args.overwrite) as folder:
+        corpus = number_corpus(args.lang, sizes, limit=args.limit, seed=args.seed,
+                               always_first=args.always_train)
+        for name, pairs in corpus.items():
+            path = write_tsv(folder / f"{name}.tsv", pairs)
+            print(f"wrote {path}: {len(pairs)} pairs")
     return 0
 
 
@@ -160,11 +180,16 @@ def _load(args: argparse.Namespace) -> tuple[Any, Any]:
     return load_translator(args.run, args.checkpoint, device=args.device)
 
 
-def _write_lines(path: str, lines: Iterable[str]) -> None:
+def _write_lines(path: Path | None, lines: Iterable[str]) -> None:
+    """Write `lines` to the file `path` atomically, or to standard output for `None`."""
     from .._io import atomic_write
 
-    text = "".join(line + "\n" for line in lines).encode("utf-8")
-    atomic_write(path, lambda f: f.write(text))
+    text = "".join(line + "\n" for line in lines)
+    if path is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        atomic_write(path, lambda f: f.write(text.encode("utf-8")))
 
 
 def _translate(model: Any, tokenizer: Any, texts: Sequence[str], args: argparse.Namespace,
@@ -214,52 +239,78 @@ def _lines_of(number: int, text: str, hyps: Sequence[Any], args: argparse.Namesp
     return [h.text for h in hyps]
 
 
+def _open_outputs(stack: contextlib.ExitStack[Any], given: dict[str, str | None],
+                  reads: dict[str, str | None], *, stdin: bool,
+                  overwrite: bool) -> dict[str, Path | None]:
+    """The files of the output flags given, each checked and locked until `stack` closes:
+    `{flag: file}`, `None` for `-` (standard output)."""
+    from .._checks import check_output_file
+    from .._io import output_file
+
+    paths = {flag: path for flag, path in given.items() if path is not None}
+    files = [os.path.realpath(p) for p in paths.values() if p not in ("", "-")]
+    if len(set(files)) < len(files):
+        raise ValueError(f"{' and '.join(paths)} name the same file; choose two")
+    for flag, path in paths.items():  # all refusals first, before any lock is taken
+        check_output_file(path, flag, reads=reads, stdin=stdin, overwrite=overwrite,
+                          stdout=True)
+    return {flag: stack.enter_context(output_file(path, flag, reads=reads, stdin=stdin,
+                                                  overwrite=overwrite, stdout=True))
+            for flag, path in paths.items()}
+
+
+def _scores(args: argparse.Namespace, hyps: list[str], refs: list[str]) -> dict[str, Any]:
+    """BLEU, chrF and exact match of `hyps` against `refs`, as `--json` writes them."""
+    import sacrebleu
+
+    bleu, chrf = sacrebleu.BLEU(tokenize=args.bleu_tokenize), sacrebleu.CHRF()
+    hyps_clean, refs_clean = [h.strip() for h in hyps], [r.strip() for r in refs]
+    hits = sum(h == r for h, r in zip(hyps_clean, refs_clean, strict=True))
+    words = sum(len(r.split()) for r in refs_clean) / len(refs_clean)
+    if args.bleu_tokenize == "13a" and words < 4:
+        print(f"note: the references average {words:.1f} words, so word 4-grams are rare and "
+              "BLEU on words is near 0 whatever the quality; --bleu-tokenize char scores "
+              "characters", file=sys.stderr)
+    return {"bleu": bleu.corpus_score(hyps_clean, [refs_clean]).score,
+            "chrf": chrf.corpus_score(hyps_clean, [refs_clean]).score,
+            "exact_match": 100.0 * hits / len(refs), "hits": hits, "sentences": len(refs),
+            "signatures": {"bleu": str(bleu.get_signature()),
+                           "chrf": str(chrf.get_signature())}}
+
+
 def run_eval(args: argparse.Namespace) -> int:
     import sacrebleu
 
+    from .._checks import check_path
     from ..data.numbers import read_tsv
 
     _check_decoding(args)
     if args.bleu_tokenize not in sacrebleu.BLEU.TOKENIZERS:
         raise ValueError(f"--bleu-tokenize must be one of {sorted(sacrebleu.BLEU.TOKENIZERS)}, "
                          f"got {args.bleu_tokenize!r}")
-    for option, path in (("--output", args.output), ("--json", args.json_path)):
-        if path:
-            check_output(path, option, reads=[args.data], overwrite=args.overwrite)
-    if args.output and args.json_path and Path(args.output).resolve() == Path(
-            args.json_path).resolve():
-        raise ValueError("--output and --json name the same file; choose two")
-    pairs = read_tsv(args.data)
-    model, tokenizer = _load(args)
-    sources, refs = [s for s, _ in pairs], [t for _, t in pairs]
-    found = _translate(model, tokenizer, sources, args, progress=not args.no_progress)
-    hyps = [row[0].text if row else "" for row in found]
-    bleu, chrf = sacrebleu.BLEU(tokenize=args.bleu_tokenize), sacrebleu.CHRF()
-    hyps_clean, refs_clean = [h.strip() for h in hyps], [r.strip() for r in refs]
-    bleu_score = bleu.corpus_score(hyps_clean, [refs_clean]).score
-    chrf_score = chrf.corpus_score(hyps_clean, [refs_clean]).score
-    hits = sum(h == r for h, r in zip(hyps_clean, refs_clean, strict=True))
-    exact = 100.0 * hits / len(pairs)
-    decoding = "greedy" if args.beam == 1 else f"beam {args.beam}, alpha {args.alpha}"
-    signatures = {"bleu": str(bleu.get_signature()), "chrf": str(chrf.get_signature())}
-    words = sum(len(r.split()) for r in refs_clean) / len(refs_clean)
-    if args.bleu_tokenize == "13a" and words < 4:
-        print(f"note: the references average {words:.1f} words, so word 4-grams are rare and "
-              "BLEU on words is near 0 whatever the quality; --bleu-tokenize char scores "
-              "characters", file=sys.stderr)
-    print(f"BLEU {bleu_score:.2f} (sacrebleu {signatures['bleu']})")
-    print(f"chrF {chrf_score:.2f} (sacrebleu {signatures['chrf']})")
-    print(f"exact match {exact:.2f} % ({hits}/{len(pairs)}); {args.checkpoint} model, "
-          f"{decoding}, {args.data}")
-    if args.output:
-        _write_lines(args.output, hyps)
-    if args.json_path:
-        data = {"bleu": bleu_score, "chrf": chrf_score, "exact_match": exact,
-                "sentences": len(pairs), "signatures": signatures, "run": str(args.run),
-                "checkpoint": args.checkpoint, "data": str(args.data),
-                "decoding": {"beam": args.beam, "alpha": args.alpha},
-                "bleu_tokenize": args.bleu_tokenize}
-        _write_lines(args.json_path, [json.dumps(data, indent=2, ensure_ascii=False)])
+    with contextlib.ExitStack() as stack:
+        out = _open_outputs(stack, {"--output": args.output, "--json": args.json_path},
+                            {"--data": check_path("--data", args.data)}, stdin=False,
+                            overwrite=args.overwrite)
+        pairs = read_tsv(args.data)
+        model, tokenizer = _load(args)
+        found = _translate(model, tokenizer, [s for s, _ in pairs], args,
+                           progress=not args.no_progress)
+        hyps = [row[0].text if row else "" for row in found]
+        scores = _scores(args, hyps, [t for _, t in pairs])
+        decoding = "greedy" if args.beam == 1 else f"beam {args.beam}, alpha {args.alpha}"
+        signatures, hits = scores["signatures"], scores.pop("hits")
+        print(f"BLEU {scores['bleu']:.2f} (sacrebleu {signatures['bleu']})")
+        print(f"chrF {scores['chrf']:.2f} (sacrebleu {signatures['chrf']})")
+        print(f"exact match {scores['exact_match']:.2f} % ({hits}/{len(pairs)}); "
+              f"{args.checkpoint} model, {decoding}, {args.data}")
+        if "--output" in out:
+            _write_lines(out["--output"], hyps)
+        if "--json" in out:
+            data = {**scores, "run": str(args.run), "checkpoint": args.checkpoint,
+                    "data": str(args.data), "decoding": {"beam": args.beam, "alpha": args.alpha},
+                    "bleu_tokenize": args.bleu_tokenize}
+            _write_lines(out["--json"], [json.dumps(data, indent=2, ensure_ascii=False)])
     return 0
 
 
@@ -278,53 +329,70 @@ def _lines(stream: Any) -> Iterator[str]:
 
 
 def _read_input(path: str) -> list[str]:
+    from ..data.numbers import check_line_length
+
     try:
         with open(path, encoding="utf-8-sig", newline="") as f:
-            return list(_lines(f))
+            return [check_line_length(f"--input {path}", i, line)
+                    for i, line in enumerate(_lines(f), 1)]
     except FileNotFoundError:
-        raise ValueError(f"{path}: no such file") from None
+        raise ValueError(f"--input {path}: no such file") from None
     except IsADirectoryError:
-        raise ValueError(f"{path}: is a folder, not a file") from None
+        raise ValueError(f"--input {path}: is a folder, not a file") from None
     except UnicodeDecodeError:
-        raise ValueError(f"{path}: not UTF-8 text") from None
+        raise ValueError(f"--input {path}: not UTF-8 text") from None
+
+
+@contextlib.contextmanager
+def _stream(target: Path | None) -> Iterator[TextIO]:
+    """Standard output, or a temporary file beside `target` that replaces it once standard
+    input ends: a file it replaces stays whole until then, and after a stop (Ctrl-C) or a
+    failure the temporary is removed and the file is as it was."""
+    from .._io import atomic_path
+
+    if target is None:
+        yield sys.stdout
+        return
+    with atomic_path(target) as tmp, open(tmp, "w", encoding="utf-8") as out:
+        yield out
 
 
 def run_run(args: argparse.Namespace) -> int:
     """`translate RUN [TEXT ...]`: translate TEXT, --input's lines, or stdin's as they come."""
-    if args.text and args.input:
+    from .._checks import check_path
+    from ..data.numbers import check_line_length
+
+    if args.text and args.input is not None:
         raise ValueError("give TEXT or --input FILE, not both")
     _check_decoding(args)
-    texts = _read_input(args.input) if args.input else list(args.text)
-    if args.output:
-        check_output(args.output, "--output", reads=[args.input], overwrite=args.overwrite)
-    model, tokenizer = _load(args)
+    texts = (_read_input(check_path("--input", args.input)) if args.input is not None
+             else [check_line_length("TEXT", i, t) for i, t in enumerate(args.text, 1)])
+    stdin = not args.text and args.input is None
+    with contextlib.ExitStack() as stack:
+        target = _open_outputs(stack, {"--output": args.output}, {"--input": args.input},
+                               stdin=stdin, overwrite=args.overwrite).get("--output")
+        model, tokenizer = _load(args)
 
-    def warn(number: int, text: str) -> None:
-        unknown = _unknown_characters(tokenizer, text)
-        if unknown:
-            print(f"warning: line {number}: characters outside the vocabulary: "
-                  f"{' '.join(unknown)} (translated as unknown)", file=sys.stderr, flush=True)
+        def warn(number: int, text: str) -> None:
+            unknown = _unknown_characters(tokenizer, text)
+            if unknown:
+                print(f"warning: line {number}: characters outside the vocabulary: "
+                      f"{' '.join(unknown)} (translated as unknown)", file=sys.stderr,
+                      flush=True)
 
-    if args.text or args.input:
-        for number, text in enumerate(texts, 1):
-            warn(number, text)
-        found = _translate(model, tokenizer, texts, args,
-                           progress=not args.no_progress and len(texts) > _CHUNK)
-        lines = [line for i, (text, hyps) in enumerate(zip(texts, found, strict=True))
-                 for line in _lines_of(i, text, hyps, args)]
-        if args.output:
-            _write_lines(args.output, lines)
-        else:
-            for line in lines:
-                print(line)
-        return 0
-    out = sys.stdout if args.output is None else open(args.output, "w", encoding="utf-8")  # noqa: SIM115
-    try:
-        for number, text in enumerate(_lines(sys.stdin), 1):
-            warn(number, text)
-            hyps = _translate(model, tokenizer, [text], args)[0]
-            print("\n".join(_lines_of(number - 1, text, hyps, args)), file=out, flush=True)
-    finally:
-        if out is not sys.stdout:
-            out.close()
+        if not stdin:
+            for number, text in enumerate(texts, 1):
+                warn(number, text)
+            found = _translate(model, tokenizer, texts, args,
+                               progress=not args.no_progress and len(texts) > _CHUNK)
+            _write_lines(target, [line for i, (text, hyps) in enumerate(zip(texts, found,
+                                                                             strict=True))
+                                  for line in _lines_of(i, text, hyps, args)])
+            return 0
+        with _stream(target) as out:
+            for number, text in enumerate(_lines(sys.stdin), 1):
+                check_line_length("standard input", number, text)
+                warn(number, text)
+                hyps = _translate(model, tokenizer, [text], args)[0]
+                print("\n".join(_lines_of(number - 1, text, hyps, args)), file=out, flush=True)
     return 0

@@ -21,6 +21,8 @@ from .._io import atomic_write
 from .tokenizer import SPECIAL_TOKENS
 
 __all__ = [
+    "MAX_LINE_CHARS",
+    "check_line_length",
     "LANGUAGES",
     "DEFAULT_LIMIT",
     "DEFAULT_SIZES",
@@ -41,6 +43,11 @@ DEFAULT_LIMIT = 1_000_000
 
 DEFAULT_SIZES = {"train": 20_000, "valid": 500, "test": 1_000}
 """How many numbers each split holds by default."""
+
+MAX_LINE_CHARS = 10_000
+"""The most characters a line of text to read may hold, tabs included. The tokenizer's time
+grows fast with a line's length (one line of 5 MB takes minutes), and no sentence is that
+long, so a longer line is refused by its length before anything is tokenised."""
 
 DEFAULT_ALWAYS_FIRST = 1000
 """Every number below this is in the training split (see `split_numbers`)."""
@@ -252,6 +259,25 @@ def read_tsv(path: str | os.PathLike[str]) -> list[tuple[str, str]]:
     return pairs
 
 
+def check_line_length(name: str, i: int, line: str) -> str:
+    """Return `line`, line `i` of `name`, unless it holds more than `MAX_LINE_CHARS`
+    characters.
+
+    Raises:
+        ValueError: naming the file, the line and its length.
+
+    Examples:
+        >>> check_line_length("a.tsv", 3, "x" * (MAX_LINE_CHARS + 1))
+        Traceback (most recent call last):
+        ...
+        ValueError: a.tsv line 3: 10,001 characters, more than the 10,000 a line may hold; split or remove it
+    """
+    if len(line) > MAX_LINE_CHARS:
+        raise ValueError(f"{name} line {i}: {len(line):,} characters, more than the "
+                         f"{MAX_LINE_CHARS:,} a line may hold; split or remove it")
+    return line
+
+
 def _parse_tsv_line(name: str, i: int, raw: bytes) -> tuple[str, str] | None:
     """The pair on line `i` of a TSV file, or `None` for a blank line."""
     if i == 1 and raw.startswith(b"\xef\xbb\xbf"):
@@ -260,6 +286,7 @@ def _parse_tsv_line(name: str, i: int, raw: bytes) -> tuple[str, str] | None:
         line = raw.decode("utf-8").removesuffix("\n").removesuffix("\r")
     except UnicodeDecodeError:
         raise ValueError(f"{name} line {i}: not UTF-8 text") from None
+    check_line_length(name, i, line)
     if not line.strip():
         return None
     tabs = line.count("\t")

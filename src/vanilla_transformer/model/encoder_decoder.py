@@ -240,7 +240,8 @@ def make_model(
         The model, in training mode, with `model.config` set.
 
     Raises:
-        ValueError: see [`ModelConfig`][vanilla_transformer.model.config.ModelConfig].
+        ValueError: for a vocabulary of 0, and see
+            [`ModelConfig`][vanilla_transformer.model.config.ModelConfig].
         TypeError: for an option `ModelConfig` does not have, or a value of the wrong type.
 
     Examples:
@@ -261,6 +262,11 @@ def make_model_from_config(config: ModelConfig) -> EncoderDecoder:
     """
     if not isinstance(config, ModelConfig):
         raise TypeError(f"config must be a ModelConfig, got {type(config).__name__}")
+    for name in ("src_vocab", "tgt_vocab"):  # 0 is a config's, for counting without embeddings
+        if getattr(config, name) < 1:
+            raise ValueError(f"{name} must be at least 1 to build a model, got "
+                             f"{getattr(config, name)}: a model needs a token to embed and "
+                             "predict (a vocabulary of 0 is only for counting parameters)")
     model = _build(config)
     for p in model.parameters():  # Glorot / fan_avg initialisation of every weight matrix
         if p.dim() > 1:
