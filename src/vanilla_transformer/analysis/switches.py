@@ -3,8 +3,9 @@ r"""Switches that break a trained model in one place, to watch what fails.
 Each switch changes one piece of the paper's model while a `with` block runs, through forward
 hooks on the package's modules, so `model/` keeps the paper's equations and the trained
 weights are never touched. The hooks sit on the positional encoding and on the projections
-$W^Q$ and $W^O$ of the attention modules, which every decoding path of the package calls (the
-batched decoders of `inference.fast` included):
+$W^Q$ and $W^O$ of the attention modules, which every decoding path of the package calls
+through the modules' own forward (the batched decoders of `inference.fast` included, which
+`tests/analysis/test_switches.py` checks against a plain forward pass for every switch):
 
 - `"none"`: the model as it is;
 - `"no-positions"`: the source's positional encodings are not added (section 3.5): the encoder
@@ -175,7 +176,7 @@ def record_attention(
 ) -> Iterator[dict[tuple[str, int], tuple[torch.Tensor, torch.Tensor]]]:
     r"""Keep every attention map's scores before the softmax and weights after it.
 
-    For each call of an attention module (without a cache) the block fills
+    For each call of an attention module without a cache the block fills
     `maps[kind, layer] = (scores, weights)`, both `(batch, h, query_len, key_len)`: the scores
     $QK^\top / \sqrt{d_k}$ with masked keys at the mask's fill value (`-1e9` in float32), and
     their softmax. The query and key projections are called again, so a switch's hooks apply.
@@ -206,6 +207,8 @@ def record_attention(
             assert isinstance(module, MultiHeadedAttention)
             names = ("query", "key", "value", "mask", "cache")
             given = dict(zip(names, args)) | kwargs
+            if given.get("cache") is not None:  # one step of cached decoding: a partial map
+                return
             q = module.split_heads(module.linears[0](given["query"]))  # (batch, h, q_len, d_k)
             k = module.split_heads(module.linears[1](given["key"]))  # (batch, h, k_len, d_k)
             scores = q @ k.transpose(-2, -1) / math.sqrt(module.d_k)
