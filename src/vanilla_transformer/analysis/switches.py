@@ -67,6 +67,34 @@ def attention_modules(model: EncoderDecoder) -> dict[tuple[str, int], MultiHeade
     return modules
 
 
+def _check_switch(model: EncoderDecoder, switch: str, kind: str, layer: int, head: int
+                  ) -> tuple[MultiHeadedAttention | None, PositionalEncoding | None]:
+    """`switched`'s checks; returns the attention module holding the head to silence (for
+    `"silence-head"`) and the source's positional encoding."""
+    if not isinstance(model, EncoderDecoder):
+        raise TypeError(f"model must be an EncoderDecoder, got {type(model).__name__}")
+    if switch not in SWITCHES:
+        raise ValueError(f"switch must be one of {SWITCHES}, got {switch!r}")
+    target: MultiHeadedAttention | None = None
+    if switch == "silence-head":
+        if kind not in ATTENTION_KINDS:
+            raise ValueError(f"kind must be one of {ATTENTION_KINDS}, got {kind!r}")
+        for name, value in (("layer", layer), ("head", head)):
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise TypeError(f"{name} must be an int counted from 0, got {value!r}")
+        layers = len(model.encoder.layers if kind == "encoder-self" else model.decoder.layers)
+        if not 0 <= layer < layers:
+            raise ValueError(f"layer must be in [0, {layers}) (counted from 0), got {layer}")
+        target = attention_modules(model)[kind, layer]
+        if not 0 <= head < target.h:
+            raise ValueError(f"head must be in [0, {target.h}) (counted from 0), got {head}")
+    position = next((m for m in model.src_embed.modules() if isinstance(m, PositionalEncoding)),
+                    None)
+    if switch == "no-positions" and position is None:
+        raise ValueError("no-positions needs a PositionalEncoding in model.src_embed")
+    return target, position
+
+
 @contextlib.contextmanager
 def switched(
     model: EncoderDecoder,
@@ -103,29 +131,8 @@ def switched(
         >>> torch.allclose(a, b)
         True
     """
-    if not isinstance(model, EncoderDecoder):
-        raise TypeError(f"model must be an EncoderDecoder, got {type(model).__name__}")
-    if switch not in SWITCHES:
-        raise ValueError(f"switch must be one of {SWITCHES}, got {switch!r}")
+    target, position = _check_switch(model, switch, kind, layer, head)
     modules = attention_modules(model)
-    target: MultiHeadedAttention | None = None
-    if switch == "silence-head":
-        if kind not in ATTENTION_KINDS:
-            raise ValueError(f"kind must be one of {ATTENTION_KINDS}, got {kind!r}")
-        for name, value in (("layer", layer), ("head", head)):
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise TypeError(f"{name} must be an int counted from 0, got {value!r}")
-        layers = len(model.encoder.layers if kind == "encoder-self" else model.decoder.layers)
-        if not 0 <= layer < layers:
-            raise ValueError(f"layer must be in [0, {layers}) (counted from 0), got {layer}")
-        target = modules[kind, layer]
-        if not 0 <= head < target.h:
-            raise ValueError(f"head must be in [0, {target.h}) (counted from 0), got {head}")
-    position = next((m for m in model.src_embed.modules() if isinstance(m, PositionalEncoding)),
-                    None)
-    if switch == "no-positions" and position is None:
-        raise ValueError("no-positions needs a PositionalEncoding in model.src_embed")
-
     handles: list[torch.utils.hooks.RemovableHandle] = []
     if switch == "no-positions":
         assert position is not None
