@@ -70,7 +70,7 @@ def length_penalty(length: int, alpha: float = 0.6) -> float:
     if isinstance(length, bool) or not isinstance(length, int) or length < 0:
         raise ValueError(f"length must be an int >= 0, got {length!r}")
     _check_alpha(alpha)
-    return ((5.0 + length) / 6.0) ** alpha
+    return float(((5.0 + length) / 6.0) ** alpha)
 
 
 def _check_alpha(alpha: object) -> float:
@@ -121,7 +121,7 @@ def sequence_log_prob(
     src_mask = _src_keep_mask(src, src_mask)
     out = model.decode(model.encode(src, src_mask), src_mask, ys[:, :-1],
                        _target_mask(ys.size(1) - 1, ys.device))
-    logp = model.generator(out)  # (batch, length - 1, vocab)
+    logp: torch.Tensor = model.generator(out)  # (batch, length - 1, vocab)
     return logp.gather(-1, ys[:, 1:].unsqueeze(-1).long()).squeeze(-1).sum(-1)
 
 

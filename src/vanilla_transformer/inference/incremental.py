@@ -129,7 +129,8 @@ class DecoderSteps:
             x = layer.sublayer[1](x, partial(self._source_attention, layer.src_attn,
                                              source_cache))
             x = layer.sublayer[2](x, layer.feed_forward)
-        return self.model.generator(self.model.decoder.norm(x)[:, -1]).float()
+        logp: torch.Tensor = self.model.generator(self.model.decoder.norm(x)[:, -1])
+        return logp.float()
 
     @staticmethod
     def _self_attention(attn: nn.Module, cache: SelfCache, x: torch.Tensor) -> torch.Tensor:

@@ -48,7 +48,7 @@ def _check_export_args(model: object, out_dir: object, opset: object, dynamo: bo
         raise TypeError(f"model must be an EncoderDecoder (from make_model), got "
                         f"{type(model).__name__}")
     path = check_existing_folder("out_dir", out_dir)
-    check_positive_int("opset", opset)
+    opset = check_positive_int("opset", opset)
     lowest = 18 if dynamo else 14
     if opset < lowest:
         raise ValueError(f"opset must be at least {lowest} for the "

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import Any
 
 import torch
 from torch import nn
@@ -20,9 +19,19 @@ from ..model.layers import LayerNorm
 __all__ = ["EncoderGraph", "DecoderGraph", "export_mode"]
 
 
-def _stacked(attentions: list[Any]) -> torch.Tensor:
-    """Kept weights `(batch, h, q, k)` of each layer -> `(batch, N, h, q, k)`."""
-    return torch.stack(attentions, dim=1)
+def _kept(layer: nn.Module, name: str) -> torch.Tensor:
+    """The weights `(batch, h, q, k)` that the attention `layer.<name>` kept in this pass."""
+    attn = getattr(layer, name, None)
+    weights = attn.attn if isinstance(attn, MultiHeadedAttention) else None
+    if weights is None:
+        raise ValueError(f"{type(layer).__name__}.{name} kept no attention weights: trace the "
+                         "graph inside export_mode(..., keep_all=True)")
+    return weights
+
+
+def _stacked(layers: nn.ModuleList, name: str) -> torch.Tensor:
+    """Kept weights `(batch, h, q, k)` of each layer's `name` -> `(batch, N, h, q, k)`."""
+    return torch.stack([_kept(layer, name) for layer in layers], dim=1)
 
 
 class EncoderGraph(nn.Module):
@@ -37,10 +46,10 @@ class EncoderGraph(nn.Module):
     def forward(
         self, src: torch.Tensor, src_mask: torch.Tensor
     ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
-        memory = self.model.encoder(self.model.src_embed(src), src_mask)
+        memory: torch.Tensor = self.model.encoder(self.model.src_embed(src), src_mask)
         if self.attention_weights != "all":
             return memory
-        return memory, _stacked([layer.self_attn.attn for layer in self.model.encoder.layers])
+        return memory, _stacked(self.model.encoder.layers, "self_attn")
 
 
 class DecoderGraph(nn.Module):
@@ -58,16 +67,15 @@ class DecoderGraph(nn.Module):
         pos = torch.arange(ys.size(1), device=ys.device)
         tgt_mask = (pos.unsqueeze(0) <= pos.unsqueeze(1)).unsqueeze(0)  # (1, tgt_len, tgt_len)
         out = self.model.decoder(self.model.tgt_embed(ys), memory, src_mask, tgt_mask)
-        log_probs = self.model.generator(out[:, -1])  # (batch, tgt_vocab)
+        log_probs: torch.Tensor = self.model.generator(out[:, -1])  # (batch, tgt_vocab)
         if not self.attention_weights:
             return log_probs
-        attn = self.model.decoder.layers[-1].src_attn.attn  # (batch, h, tgt_len, src_len)
+        layers = self.model.decoder.layers
+        attn = _kept(layers[-1], "src_attn")  # (batch, h, tgt_len, src_len)
         last = attn[:, :, -1].mean(dim=1)  # (batch, src_len)
         if self.attention_weights != "all":
             return log_probs, last
-        layers = self.model.decoder.layers
-        return (log_probs, last, _stacked([layer.self_attn.attn for layer in layers]),
-                _stacked([layer.src_attn.attn for layer in layers]))
+        return log_probs, last, _stacked(layers, "self_attn"), _stacked(layers, "src_attn")
 
 
 @contextlib.contextmanager
@@ -84,8 +92,9 @@ def export_mode(model: EncoderDecoder, keep_all: bool = False) -> Iterator[None]
         n.fast = False  # mean, std and the formula: plain ONNX ops
     for a in attentions:
         a.fast = False  # the paper's softmax(QK^T / sqrt(d_k)) V: plain ONNX ops, no SDPA
-    last_cross: Any = model.decoder.layers[-1]
-    last_cross.src_attn.keep_attn = True
+    last_cross = getattr(model.decoder.layers[-1], "src_attn", None)
+    if isinstance(last_cross, MultiHeadedAttention):  # the graph returns where it attended
+        last_cross.keep_attn = True
     for a in attentions if keep_all else ():
         a.keep_attn = True
     try:
