@@ -153,6 +153,7 @@ def export_onnx(
         warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"torch\.onnx")
         warnings.filterwarnings("ignore", message="# The axis name")
         warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)`")
+        # torch's stubs do not list torch.jit.TracerWarning, which exists at run time
         warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)  # type: ignore[attr-defined]
         warnings.filterwarnings("ignore", message="The tensor attribute")
         encoder = EncoderGraph(model, attention_weights).eval()
