@@ -134,11 +134,11 @@ def child(variant: str, tsv: Path, work: Path, tokenizer_sample: int) -> dict:
         n_batches = len(batches)
     else:
         from vanilla_transformer.data.corpus import (
-            StreamingTokenBatches,
             iter_tsv,
             sample_tsv,
             tokenize_corpus,
         )
+        from vanilla_transformer.data.streaming import StreamingTokenBatches
 
         folder = work / "ids"
         if variant == "streaming":

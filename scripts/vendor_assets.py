@@ -67,7 +67,8 @@ def main() -> int:
             elif source.is_file():
                 shutil.copy2(source, dest)
             else:
-                raise SystemExit(f"vendor_assets: {source.relative_to(ROOT)} not found in {package} {version}")
+                raise SystemExit(f"vendor_assets: {source.relative_to(ROOT)} not found in "
+                                 f"{package} {version}")
         (target / "VERSION").write_text(f"{package} {version}\n", encoding="utf-8")
         print(f"vendored {package} {version} into {target.relative_to(ROOT)}")
     return 0

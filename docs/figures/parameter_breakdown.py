@@ -35,7 +35,7 @@ def draw():
         bars.append((f"paper-{size}: tied, post-norm,\nno generator bias",
                      parameter_count(v, v, **PRESETS[f"paper-{size}"])))
     fig, ax = plt.subplots(figsize=(7.2, 4.6))
-    for row, (label, count) in enumerate(bars):
+    for row, (_, count) in enumerate(bars):
         left = 0.0
         for c in count.components:
             width = c.subtotal / 1e6

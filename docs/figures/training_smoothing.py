@@ -1,8 +1,9 @@
 r"""The target of one position, for a vocabulary of V = 11 pieces with padding id 0 and the right
-piece 3: the one-hot target (dashed outline) beside two smoothed ones: label smoothing as Szegedy et al. define it (the paper's section
-5.4 cites them), epsilon spread over all V classes, so the right one gets 1 - eps + eps / V; and
-the package's `LabelSmoothing` (the Annotated Transformer's form): 1 - eps on the right piece,
-nothing on padding, eps / (V - 2) on each of the others. eps = 0.1.
+piece 3: the one-hot target (dashed outline) beside two smoothed ones: label smoothing as
+Szegedy et al. define it (the paper's section 5.4 cites them), epsilon spread over all V
+classes, so the right one gets 1 - eps + eps / V; and the package's `LabelSmoothing` (the
+Annotated Transformer's form): 1 - eps on the right piece, nothing on padding, eps / (V - 2)
+on each of the others. eps = 0.1.
 """
 
 from __future__ import annotations

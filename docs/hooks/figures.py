@@ -130,7 +130,7 @@ def render_svg(script: Path) -> bytes:
             smallest = smallest_font_pt(fig)  # after savefig: tick labels exist once drawn
     except PluginError:
         raise
-    except BaseException as exc:  # noqa: BLE001 - any failure of a figure must stop the build
+    except BaseException as exc:  # any failure of a figure must stop the build
         details = "".join(traceback.format_exception(exc))
         raise PluginError(
             f"figure script docs/{FIGURES_DIR}/{name} failed: {type(exc).__name__}: {exc}\n{details}"

@@ -6,9 +6,10 @@ written next to the page, and puts the same download button at the top of the pa
 pages have (docs/hooks/notebook_download.py):
 
 - prose becomes Markdown cells, with the numbers the build wrote into it (docs/hooks/numbers.py
-  runs first), the page's live widgets left out (they need the site's scripts), admonitions turned into a bold title over their de-indented text, heading ids and
-  HTML comments dropped, links to other pages made absolute (`site_url`), and the figures of
-  `assets/figures/` attached to their cell as SVG, so the notebook shows them offline;
+  runs first), the page's live widgets left out (they need the site's scripts), admonitions
+  turned into a bold title over their de-indented text, heading ids and HTML comments dropped,
+  links to other pages made absolute (`site_url`), and the figures of `assets/figures/`
+  attached to their cell as SVG, so the notebook shows them offline;
 - every python block becomes a code cell, in page order, de-indented: those of the main text and
   those folded into exercises' answers and "Going deeper" blocks alike. Printed output that the
   tests check (```` ```text ```` or ```` ```table ```` after an expected-output marker) stays as

@@ -17,8 +17,12 @@ from vanilla_transformer.analysis.switches import (
     record_attention,
     switched,
 )
-from vanilla_transformer.data.tokenizer import EOS, SharedTokenizer
+from vanilla_transformer.data.batching import pad_sequences
+from vanilla_transformer.data.tokenizer import BOS, EOS, PAD, SharedTokenizer
+from vanilla_transformer.inference.beam import beam_search
 from vanilla_transformer.inference.evaluate import translate_ids, translate_sentences
+from vanilla_transformer.inference.fast import batch_beam_search, batch_greedy
+from vanilla_transformer.inference.greedy import greedy_decode
 from vanilla_transformer.model import make_model
 from vanilla_transformer.model.attention import keep_attention
 from vanilla_transformer.model.masks import subsequent_mask
@@ -159,7 +163,7 @@ def test_the_translator_without_cross_attention_writes_one_output_for_all(transl
 
 
 def test_every_decoding_path_sees_the_switch(translator):
-    """The batched decoders call the projections, not the attention modules' forward."""
+    """The batched decoders and the readable ones write the same, switched or not."""
     model, tokenizer = translator
     texts = ["twenty-one and four hundred", "three hundred and six"]
     for name, options in [("no-positions", {}), ("no-scale", {}), ("no-cross-attention", {}),
@@ -169,3 +173,48 @@ def test_every_decoding_path_sees_the_switch(translator):
             fast = translate_sentences(model, tokenizer, texts, beam_size=1)
             readable = translate_sentences(model, tokenizer, texts, beam_size=1, fast=False)
         assert fast == readable != plain, name
+
+
+PARITY = [("none", {}), ("no-positions", {}), ("no-scale", {}), ("no-cross-attention", {}),
+          ("silence-head", dict(kind="cross", layer=1, head=2)),
+          ("silence-head", dict(kind="decoder-self", layer=0, head=1)),
+          ("silence-head", dict(kind="encoder-self", layer=1, head=3))]
+PARITY_TEXTS = ["seven", "twenty-one and four hundred", "three hundred and six",
+                "ninety thousand and one"]
+
+
+@torch.no_grad()
+def forward_log_probs(model, src: torch.Tensor, tokens: list[int]) -> list[float]:
+    """Each token's log-probability from one plain forward pass over the whole prefix."""
+    ys = torch.tensor([[BOS, *tokens]])
+    out = model(src, ys[:, :-1], None, subsequent_mask(len(tokens)))
+    return model.generator(out)[0].gather(-1, ys[0, 1:, None]).squeeze(-1).tolist()
+
+
+@pytest.mark.parametrize("beam", [1, 4])
+@pytest.mark.parametrize(("switch", "options"), PARITY)
+def test_the_batched_decoders_score_as_a_forward_pass_under_every_switch(
+        translator, switch, options, beam):
+    """Under each switch, every token the batched decoders write has the log-probability a
+    plain forward pass gives it, and the readable decoders write the same tokens."""
+    model, tokenizer = translator
+    ids = [tokenizer.encode(text) + [EOS] for text in PARITY_TEXTS]
+    src = pad_sequences(ids, PAD)
+    limits = [len(row) + 10 for row in ids]
+    with switched(model, switch, **options):
+        if beam == 1:
+            found = batch_greedy(model, src, src != PAD, limits, BOS, EOS)
+        else:
+            found = [row[0] for row in batch_beam_search(model, src, src != PAD, limits, BOS,
+                                                         EOS, beam_size=beam)]
+        for row, limit, hyp in zip(ids, limits, found, strict=True):
+            one = torch.tensor([row])
+            expected = forward_log_probs(model, one, hyp.tokens)
+            assert max(abs(a - b) for a, b in zip(hyp.log_probs, expected, strict=True)) < 1e-4
+            if beam == 1:
+                ys = greedy_decode(model, one, None, limit, BOS, end_symbol=EOS)[0, 1:]
+            else:
+                tokens, scores = beam_search(model, one, None, limit, BOS, EOS, beam)
+                ys = tokens[0, 1:]
+                assert scores.item() == pytest.approx(hyp.score, abs=1e-4)
+            assert ys[: len(hyp.tokens)].tolist() == hyp.tokens, (switch, row)

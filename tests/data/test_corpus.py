@@ -14,13 +14,13 @@ from hypothesis import strategies as st
 
 from vanilla_transformer.data import number_pairs, train_tokenizer, write_tsv
 from vanilla_transformer.data.corpus import (
-    StreamingTokenBatches,
     TokenizedCorpus,
     _word_encoder,
     iter_tsv,
     sample_tsv,
     tokenize_corpus,
 )
+from vanilla_transformer.data.streaming import StreamingTokenBatches
 from vanilla_transformer.data.token_batches import epoch_order, make_token_batches
 
 PAD, BOS, EOS = 0, 1, 2

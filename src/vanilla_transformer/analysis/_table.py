@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..model.config import ModelConfig
+    from ..config.model import ModelConfig
 
 __all__ = ['Component', 'Breakdown', 'format_table', 'describe']
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._checks import check_positive_int
-from ..model.config import ModelConfig
+from ..config.model import ModelConfig
 from ._table import Breakdown, describe, format_table
 from .parameters import Component
 

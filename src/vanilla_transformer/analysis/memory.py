@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from .._checks import check_positive_int
-from ..model.config import ModelConfig
+from ..config.model import ModelConfig
 from ._table import describe, format_table
 from .parameters import Component, parameter_count_for
 

@@ -18,7 +18,7 @@ from typing import Any
 from torch import nn
 
 from .._checks import check_non_negative_int, check_positive_int
-from ..model.config import ModelConfig
+from ..config.model import ModelConfig
 from ._table import Breakdown, Component, describe, format_table
 
 __all__ = [

@@ -3,8 +3,9 @@ r"""Switches that break a trained model in one place, to watch what fails.
 Each switch changes one piece of the paper's model while a `with` block runs, through forward
 hooks on the package's modules, so `model/` keeps the paper's equations and the trained
 weights are never touched. The hooks sit on the positional encoding and on the projections
-$W^Q$ and $W^O$ of the attention modules, which every decoding path of the package calls (the
-batched decoders of `inference.fast` included):
+$W^Q$ and $W^O$ of the attention modules, which every decoding path of the package calls
+through the modules' own forward (the batched decoders of `inference.fast` included, which
+`tests/analysis/test_switches.py` checks against a plain forward pass for every switch):
 
 - `"none"`: the model as it is;
 - `"no-positions"`: the source's positional encodings are not added (section 3.5): the encoder
@@ -66,6 +67,34 @@ def attention_modules(model: EncoderDecoder) -> dict[tuple[str, int], MultiHeade
     return modules
 
 
+def _check_switch(model: EncoderDecoder, switch: str, kind: str, layer: int, head: int
+                  ) -> tuple[MultiHeadedAttention | None, PositionalEncoding | None]:
+    """`switched`'s checks; returns the attention module holding the head to silence (for
+    `"silence-head"`) and the source's positional encoding."""
+    if not isinstance(model, EncoderDecoder):
+        raise TypeError(f"model must be an EncoderDecoder, got {type(model).__name__}")
+    if switch not in SWITCHES:
+        raise ValueError(f"switch must be one of {SWITCHES}, got {switch!r}")
+    target: MultiHeadedAttention | None = None
+    if switch == "silence-head":
+        if kind not in ATTENTION_KINDS:
+            raise ValueError(f"kind must be one of {ATTENTION_KINDS}, got {kind!r}")
+        for name, value in (("layer", layer), ("head", head)):
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise TypeError(f"{name} must be an int counted from 0, got {value!r}")
+        layers = len(model.encoder.layers if kind == "encoder-self" else model.decoder.layers)
+        if not 0 <= layer < layers:
+            raise ValueError(f"layer must be in [0, {layers}) (counted from 0), got {layer}")
+        target = attention_modules(model)[kind, layer]
+        if not 0 <= head < target.h:
+            raise ValueError(f"head must be in [0, {target.h}) (counted from 0), got {head}")
+    position = next((m for m in model.src_embed.modules() if isinstance(m, PositionalEncoding)),
+                    None)
+    if switch == "no-positions" and position is None:
+        raise ValueError("no-positions needs a PositionalEncoding in model.src_embed")
+    return target, position
+
+
 @contextlib.contextmanager
 def switched(
     model: EncoderDecoder,
@@ -102,29 +131,8 @@ def switched(
         >>> torch.allclose(a, b)
         True
     """
-    if not isinstance(model, EncoderDecoder):
-        raise TypeError(f"model must be an EncoderDecoder, got {type(model).__name__}")
-    if switch not in SWITCHES:
-        raise ValueError(f"switch must be one of {SWITCHES}, got {switch!r}")
+    target, position = _check_switch(model, switch, kind, layer, head)
     modules = attention_modules(model)
-    target: MultiHeadedAttention | None = None
-    if switch == "silence-head":
-        if kind not in ATTENTION_KINDS:
-            raise ValueError(f"kind must be one of {ATTENTION_KINDS}, got {kind!r}")
-        for name, value in (("layer", layer), ("head", head)):
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise TypeError(f"{name} must be an int counted from 0, got {value!r}")
-        layers = len(model.encoder.layers if kind == "encoder-self" else model.decoder.layers)
-        if not 0 <= layer < layers:
-            raise ValueError(f"layer must be in [0, {layers}) (counted from 0), got {layer}")
-        target = modules[kind, layer]
-        if not 0 <= head < target.h:
-            raise ValueError(f"head must be in [0, {target.h}) (counted from 0), got {head}")
-    position = next((m for m in model.src_embed.modules() if isinstance(m, PositionalEncoding)),
-                    None)
-    if switch == "no-positions" and position is None:
-        raise ValueError("no-positions needs a PositionalEncoding in model.src_embed")
-
     handles: list[torch.utils.hooks.RemovableHandle] = []
     if switch == "no-positions":
         assert position is not None
@@ -175,7 +183,7 @@ def record_attention(
 ) -> Iterator[dict[tuple[str, int], tuple[torch.Tensor, torch.Tensor]]]:
     r"""Keep every attention map's scores before the softmax and weights after it.
 
-    For each call of an attention module (without a cache) the block fills
+    For each call of an attention module without a cache the block fills
     `maps[kind, layer] = (scores, weights)`, both `(batch, h, query_len, key_len)`: the scores
     $QK^\top / \sqrt{d_k}$ with masked keys at the mask's fill value (`-1e9` in float32), and
     their softmax. The query and key projections are called again, so a switch's hooks apply.
@@ -206,6 +214,8 @@ def record_attention(
             assert isinstance(module, MultiHeadedAttention)
             names = ("query", "key", "value", "mask", "cache")
             given = dict(zip(names, args)) | kwargs
+            if given.get("cache") is not None:  # one step of cached decoding: a partial map
+                return
             q = module.split_heads(module.linears[0](given["query"]))  # (batch, h, q_len, d_k)
             k = module.split_heads(module.linears[1](given["key"]))  # (batch, h, k_len, d_k)
             scores = q @ k.transpose(-2, -1) / math.sqrt(module.d_k)

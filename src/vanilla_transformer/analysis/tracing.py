@@ -192,7 +192,8 @@ def _format_output(output: OutputShape) -> str:
         return "-"
     if output and isinstance(output[0], tuple):
         return ", ".join(_format_shape(s) for s in output)
-    return _format_shape(output)  # type: ignore[arg-type]
+    # one shape: mypy cannot narrow the union by its first item's type, checked above
+    return _format_shape(output)  # type: ignore[arg-type]  # a tuple of ints here
 
 
 def format_shape_table(records: Sequence[ShapeRecord], *, inputs: bool = True) -> str:

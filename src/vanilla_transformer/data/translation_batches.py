@@ -17,7 +17,8 @@ import torch
 
 from ..config import TranslationConfig
 from .batching import Batch
-from .corpus import StreamingTokenBatches, tokenize_corpus
+from .corpus import tokenize_corpus
+from .streaming import StreamingTokenBatches
 from .token_batches import epoch_order, make_token_batches
 from .tokenizer import BOS, EOS, PAD, SharedTokenizer
 

@@ -15,6 +15,7 @@ from typing import Literal, NamedTuple, overload
 import torch
 
 from .._checks import check_positive_int, check_token_ids
+from ..model.cache import KVCache
 from ..model.encoder_decoder import EncoderDecoder
 from .greedy import _check_inputs, _src_keep_mask, _target_mask, embed_last_position
 
@@ -69,7 +70,7 @@ def length_penalty(length: int, alpha: float = 0.6) -> float:
     if isinstance(length, bool) or not isinstance(length, int) or length < 0:
         raise ValueError(f"length must be an int >= 0, got {length!r}")
     _check_alpha(alpha)
-    return ((5.0 + length) / 6.0) ** alpha
+    return float(((5.0 + length) / 6.0) ** alpha)
 
 
 def _check_alpha(alpha: object) -> float:
@@ -120,7 +121,7 @@ def sequence_log_prob(
     src_mask = _src_keep_mask(src, src_mask)
     out = model.decode(model.encode(src, src_mask), src_mask, ys[:, :-1],
                        _target_mask(ys.size(1) - 1, ys.device))
-    logp = model.generator(out)  # (batch, length - 1, vocab)
+    logp: torch.Tensor = model.generator(out)  # (batch, length - 1, vocab)
     return logp.gather(-1, ys[:, 1:].unsqueeze(-1).long()).squeeze(-1).sum(-1)
 
 
@@ -231,16 +232,10 @@ def beam_search(
         True
     """
     src_mask = _check_inputs(model, src, src_mask, max_len, start_symbol, end_symbol, pad_symbol)
-    check_positive_int("beam_size", beam_size)
-    if beam_size > MAX_BEAM_SIZE:
-        raise ValueError(f"beam_size must be at most {MAX_BEAM_SIZE}, got {beam_size} "
-                         "(the paper uses 4)")
-    alpha = _check_alpha(length_penalty)
-    batch, k = src.size(0), beam_size
-    device = src.device
-
-    memory = model.encode(src, src_mask)
-    memory = memory.repeat_interleave(k, dim=0)  # (batch * k, src_len, d_model)
+    alpha = _check_beam(beam_size, length_penalty)
+    batch, k, device = src.size(0), beam_size, src.device
+    # each row's memory copied for its k beams: (batch * k, src_len, d_model)
+    memory = model.encode(src, src_mask).repeat_interleave(k, dim=0)
     if src_mask is not None and src_mask.size(0) != 1:
         src_mask = src_mask.repeat_interleave(k, dim=0)
     ys = torch.full((batch * k, 1), start_symbol, dtype=src.dtype, device=device)
@@ -257,54 +252,27 @@ def beam_search(
     done = [False] * batch
     cache = model.decoder.init_cache() if use_cache else None
     offsets = (torch.arange(batch, device=device) * k).unsqueeze(1)  # (batch, 1)
-
     best_penalty = ((5.0 + max_len - 1) / 6.0) ** alpha  # the largest: lp grows with length
     for t in range(1, max_len):  # t = number of generated tokens after this step
-        if cache is None:
-            tgt_mask = _target_mask(ys.size(1), device)
-            out = model.decoder(model.tgt_embed(ys), memory, src_mask, tgt_mask)
-        else:
-            out = model.decoder(embed_last_position(model, ys), memory, src_mask, None, cache)
-        logp = model.generator(out[:, -1]).float()  # (batch * k, vocab)
+        logp = _next_log_probs(model, ys, memory, src_mask, cache)  # (batch * k, vocab)
         vocab = logp.size(-1)
         candidates = (scores.view(-1, 1) + logp).view(batch, k * vocab)
         top, index = candidates.topk(min(2 * k, k * vocab), dim=1)  # best first
         beam, token = index // vocab, index % vocab  # (batch, 2k)
         ends = torch.zeros_like(token, dtype=torch.bool) if end_symbol is None else token == end_symbol
-        last = t == max_len - 1
-        penalty = ((5.0 + t) / 6.0) ** alpha
+        last, penalty = t == max_len - 1, ((5.0 + t) / 6.0) ** alpha
         # the best k extensions that did not end stay alive
         alive, pick = top.masked_fill(ends, -math.inf).topk(k, dim=1)
         # what the bookkeeping below reads, copied to the host at once: the step's only sync
-        m = min(k, top.size(1))
         broken = (~torch.isfinite(logp.amax(dim=-1))).view(batch, k).any(dim=1, keepdim=True)
-        host = torch.cat([top[:, :m].double(), ends[:, :m].double(), beam[:, :m].double(),
-                          token[:, :m].double(), alive[:, :1].double(), broken.double()],
+        m = min(k, top.size(1))  # only the first k candidates may finish
+        host = torch.cat([x.double() for x in (top[:, :m], ends[:, :m], beam[:, :m],
+                                                token[:, :m], alive[:, :1], broken)],
                          dim=1).tolist()
         for b in range(batch):
-            if done[b]:
-                continue
-            if host[b][-1]:
-                raise ValueError(
-                    f"the model's scores for batch row {b} are not finite (NaN or inf) at "
-                    f"step {t}: its weights or its inputs hold NaN or inf"
-                )
-            row_top, row_ends = host[b][:m], host[b][m : 2 * m]
-            row_beam, row_token = host[b][2 * m : 3 * m], host[b][3 * m : 4 * m]
-            for j in range(m):
-                # only the first k candidates may finish
-                if (last or row_ends[j]) and math.isfinite(row_top[j]):
-                    row = ys[b * k + int(row_beam[j])]
-                    tokens = torch.cat([row, row.new_tensor([int(row_token[j])])])
-                    finished[b].append(Hypothesis(tokens, row_top[j] / penalty, row_top[j]))
-            if last:
-                done[b] = True
-            elif len(finished[b]) >= k:
-                # an alive prefix only loses log-probability as it grows, so its best possible
-                # score is its log-probability over the largest length penalty still reachable;
-                # stop when that cannot beat the k-th best finished hypothesis
-                kth = sorted((h.score for h in finished[b]), reverse=True)[k - 1]
-                done[b] = host[b][4 * m] / best_penalty <= kth
+            if not done[b]:
+                done[b] = _finish_row(finished[b], host[b], ys[b * k : (b + 1) * k],
+                                      (t, last, penalty, best_penalty), b)
         if all(done):
             break
         alive[torch.tensor(done, device=device)] = -math.inf  # rows that are done keep -inf
@@ -312,21 +280,79 @@ def beam_search(
         new_tokens = token.gather(1, pick).view(-1, 1).to(ys.dtype)  # (batch * k, 1)
         ys = torch.cat([ys.index_select(0, rows), new_tokens], dim=1)
         scores = alive
-        if cache is not None:
-            for self_cache, _ in cache:
-                # the source-attention caches need no reordering: the k copies of a row's
-                # memory are identical
-                self_cache.reorder(rows)
+        # the source-attention caches need no reordering: a row's k memories are equal
+        for self_cache, _ in cache or []:
+            self_cache.reorder(rows)
 
     ranked = [sorted(h, key=lambda hyp: hyp.score, reverse=True)[:k] for h in finished]
-    best = [r[0] for r in ranked]
-    width = max(h.tokens.numel() for h in best)
     fill = pad_symbol if pad_symbol is not None else end_symbol
-    tokens = torch.full((batch, width), start_symbol if fill is None else fill,
-                        dtype=src.dtype, device=device)
-    for b, h in enumerate(best):
-        tokens[b, : h.tokens.numel()] = h.tokens
-    result_scores = torch.tensor([h.score for h in best], device=device)
+    tokens, result_scores = _best(ranked, start_symbol if fill is None else fill, src)
     if return_all:
         return tokens, result_scores, ranked
     return tokens, result_scores
+
+
+def _check_beam(beam_size: int, length_penalty: float) -> float:
+    """Check the beam and the length penalty's exponent; return the exponent as a float."""
+    check_positive_int("beam_size", beam_size)
+    if beam_size > MAX_BEAM_SIZE:
+        raise ValueError(f"beam_size must be at most {MAX_BEAM_SIZE}, got {beam_size} "
+                         "(the paper uses 4)")
+    return _check_alpha(length_penalty)
+
+
+def _next_log_probs(model: EncoderDecoder, ys: torch.Tensor, memory: torch.Tensor,
+                    src_mask: torch.Tensor | None,
+                    cache: list[tuple[KVCache, KVCache]] | None) -> torch.Tensor:
+    """The log-probabilities `(rows, vocab)` of the token after each prefix `ys`: the decoder
+    over the whole prefix, or over its newest position with the cache."""
+    if cache is None:
+        tgt_mask = _target_mask(ys.size(1), ys.device)
+        out = model.decoder(model.tgt_embed(ys), memory, src_mask, tgt_mask)
+    else:
+        out = model.decoder(embed_last_position(model, ys), memory, src_mask, None, cache)
+    logp: torch.Tensor = model.generator(out[:, -1]).float()
+    return logp
+
+
+def _finish_row(finished: list[Hypothesis], host: list[float], beams: torch.Tensor,
+                step: tuple[int, bool, float, float], b: int) -> bool:
+    """Add row `b`'s finishing candidates to `finished`; return whether the row is done.
+
+    `host` holds the row's first `m` candidates' scores, whether each ends, its beam and its
+    token, then the best alive score and whether the row's scores are not finite; `beams`
+    the row's `k` prefixes; `step` is `(t, last, penalty, best_penalty)`.
+    """
+    t, last, penalty, best_penalty = step
+    m, k = (len(host) - 2) // 4, beams.size(0)
+    if host[-1]:
+        raise ValueError(f"the model's scores for batch row {b} are not finite (NaN or inf) at "
+                         f"step {t}: its weights or its inputs hold NaN or inf")
+    row_top, row_ends = host[:m], host[m : 2 * m]
+    row_beam, row_token = host[2 * m : 3 * m], host[3 * m : 4 * m]
+    for j in range(m):
+        # only the first k candidates may finish
+        if (last or row_ends[j]) and math.isfinite(row_top[j]):
+            row = beams[int(row_beam[j])]
+            tokens = torch.cat([row, row.new_tensor([int(row_token[j])])])
+            finished.append(Hypothesis(tokens, row_top[j] / penalty, row_top[j]))
+    if last:
+        return True
+    if len(finished) < k:
+        return False
+    # an alive prefix only loses log-probability as it grows, so its best possible score is
+    # its log-probability over the largest length penalty still reachable; stop when that
+    # cannot beat the k-th best finished hypothesis
+    kth = sorted((h.score for h in finished), reverse=True)[k - 1]
+    return host[4 * m] / best_penalty <= kth
+
+
+def _best(ranked: list[list[Hypothesis]], fill: int, src: torch.Tensor
+          ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each row's best hypothesis, padded with `fill` to one width, and its score."""
+    best = [r[0] for r in ranked]
+    width = max(h.tokens.numel() for h in best)
+    tokens = torch.full((len(best), width), fill, dtype=src.dtype, device=src.device)
+    for b, h in enumerate(best):
+        tokens[b, : h.tokens.numel()] = h.tokens
+    return tokens, torch.tensor([h.score for h in best], device=src.device)

@@ -21,12 +21,10 @@ from typing import Any, NamedTuple
 import torch
 
 from .._checks import check_non_negative_int, check_positive_int
-from ..data.batching import pad_sequences
-from ..data.tokenizer import BOS, EOS, PAD, SharedTokenizer
+from ..data.tokenizer import EOS, SharedTokenizer
 from ..model.encoder_decoder import EncoderDecoder
-from .beam import beam_search
-from .fast import Decoded, batch_beam_search, batch_greedy, supports_fast
-from .greedy import _model_device, greedy_decode
+from .batched import best_tokens, each_batch, fast_decoder, readable_decoder, until_end
+from .fast import supports_fast
 
 __all__ = ["MAX_EXTRA", "BATCH_SIZE", "MAX_TOKENS", "Translation", "translate_sentences",
            "translate_nbest", "translate_ids", "TranslationScores", "score_translations"]
@@ -191,68 +189,12 @@ def translate_nbest(
     _check_batching(batch_size, max_tokens)
     check_non_negative_int("max_extra", max_extra)
     ids = [tokenizer.encode(s) + [EOS] for s in sentences]
-    decoded = _decode(model, ids, beam_size=beam_size, alpha=alpha, max_extra=max_extra,
-                      nbest=nbest, batch_size=batch_size, max_tokens=max_tokens,
-                      progress=progress)
+    decoded = each_batch(model, ids, fast_decoder(beam_size, alpha, nbest),
+                         max_extra=max_extra, batch_size=batch_size, max_tokens=max_tokens,
+                         progress=progress)
     piece = tokenizer.tokenizer.id_to_token
     return [[Translation(tokenizer.decode(h.tokens), h.score, [str(piece(i)) for i in h.tokens],
                          h.log_probs) for h in row] for row in decoded]
-
-
-def _batches(lengths: Sequence[int], batch_size: int, max_tokens: int | None) -> list[list[int]]:
-    """Indices of `lengths` sorted by length and cut into batches of at most `batch_size`
-    rows and `max_tokens` padded tokens (a longer sentence is a batch of its own)."""
-    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
-    batches: list[list[int]] = []
-    current: list[int] = []
-    for i in order:
-        width = lengths[i]  # sorted: the newest is the longest
-        if current and (len(current) == batch_size
-                        or (max_tokens is not None and (len(current) + 1) * width > max_tokens)):
-            batches.append(current)
-            current = []
-        current.append(i)
-    if current:
-        batches.append(current)
-    return batches
-
-
-def _decode(
-    model: EncoderDecoder,
-    ids: list[list[int]],
-    *,
-    beam_size: int,
-    alpha: float,
-    max_extra: int,
-    nbest: int,
-    batch_size: int,
-    max_tokens: int | None,
-    progress: Callable[[int], object] | None,
-) -> list[list[Decoded]]:
-    """The batched decoders over sorted batches; each sentence's limit is its own."""
-    model.eval()
-    if any(len(s) == 0 for s in ids):
-        raise ValueError("every source needs at least one token (its </s>)")
-    device = _model_device(model) or torch.device("cpu")
-    out: list[list[Decoded]] = [[] for _ in ids]
-    done = 0
-    for rows in _batches([len(s) for s in ids], batch_size, max_tokens):
-        with device:  # the batch is made where the model is
-            src = pad_sequences([ids[i] for i in rows], PAD)
-        src_mask = (src != PAD).unsqueeze(-2)  # (batch, 1, src_len)
-        max_lens = [len(ids[i]) + max_extra + 1 for i in rows]  # + 1: the start symbol
-        if beam_size == 1:
-            found = [[h] for h in batch_greedy(model, src, src_mask, max_lens, BOS, EOS,
-                                               alpha=alpha)]
-        else:
-            found = batch_beam_search(model, src, src_mask, max_lens, BOS, EOS, beam_size,
-                                      alpha, nbest=nbest)
-        for i, hyps in zip(rows, found, strict=True):
-            out[i] = hyps
-        done += len(rows)
-        if progress is not None:
-            progress(done)
-    return out
 
 
 @torch.no_grad()
@@ -317,38 +259,12 @@ def translate_ids(
     check_non_negative_int("max_extra", max_extra)
     ids = [list(map(int, s)) for s in sources]
     model.eval()
-    if fast and supports_fast(model):  # the one place the batched decoders are chosen
-        decoded = _decode(model, ids, beam_size=beam_size, alpha=alpha, max_extra=max_extra,
-                          nbest=1, batch_size=batch_size, max_tokens=max_tokens,
-                          progress=progress)
-        return [_until_end(row[0].tokens) for row in decoded]
-    if any(len(s) == 0 for s in ids):
-        raise ValueError("every source needs at least one token (its </s>)")
-    device = _model_device(model) or torch.device("cpu")
-    out: list[list[int]] = [[] for _ in ids]
-    done = 0
-    for rows in _batches([len(s) for s in ids], batch_size, max_tokens):
-        with device:  # the batch is made where the model is
-            src = pad_sequences([ids[i] for i in rows], PAD)
-        src_mask = (src != PAD).unsqueeze(-2)  # (batch, 1, src_len)
-        max_len = src.size(1) + max_extra + 1  # + 1: the start symbol
-        if beam_size == 1:
-            ys = greedy_decode(model, src, src_mask, max_len, BOS, end_symbol=EOS,
-                               pad_symbol=PAD, use_cache=True)
-        else:
-            ys, _ = beam_search(model, src, src_mask, max_len, BOS, EOS, beam_size, alpha,
-                                pad_symbol=PAD)
-        for i, row in zip(rows, ys.tolist()):
-            # the limit is each sentence's own: a shorter one in the batch gets fewer tokens
-            out[i] = _until_end(row[1: 1 + len(ids[i]) + max_extra])
-        done += len(rows)
-        if progress is not None:
-            progress(done)
-    return out
-
-
-def _until_end(row: list[int]) -> list[int]:
-    return row[: row.index(EOS)] if EOS in row else row
+    # the one place the batched decoders are chosen
+    decode = (best_tokens(fast_decoder(beam_size, alpha, 1)) if fast and supports_fast(model)
+              else readable_decoder(beam_size, alpha))
+    found = each_batch(model, ids, decode, max_extra=max_extra, batch_size=batch_size,
+                        max_tokens=max_tokens, progress=progress)
+    return [until_end(row) for row in found]
 
 
 @dataclass(frozen=True)

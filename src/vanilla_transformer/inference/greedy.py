@@ -136,8 +136,10 @@ def embed_last_position(model: EncoderDecoder, ys: torch.Tensor) -> torch.Tensor
             raise ValueError(
                 f"decoding position {t} exceeds the positional-encoding table's max_len {pos.max_len}"
             )
-        return pos.dropout(embed[0](ys[:, -1:]) + pos.pe[:, t : t + 1])
-    return embed(ys)[:, -1:]
+        x: torch.Tensor = pos.dropout(embed[0](ys[:, -1:]) + pos.pe[:, t : t + 1])
+        return x
+    whole: torch.Tensor = embed(ys)
+    return whole[:, -1:]
 
 
 @torch.no_grad()

@@ -43,6 +43,8 @@ from ..inference.beam import length_penalty
 from ..model.attention import MultiHeadedAttention
 from ..model.embeddings import Embeddings, PositionalEncoding
 from ..model.encoder_decoder import EncoderDecoder
+from ..model.layers import SublayerConnection
+from .weights import _typed
 
 if TYPE_CHECKING:
     from ..data.tokenizer import SharedTokenizer
@@ -91,7 +93,10 @@ def _architecture(model: EncoderDecoder) -> dict[str, Any]:
     enc_layers, dec_layers = list(model.encoder.layers), list(model.decoder.layers)
     if not enc_layers or not dec_layers:
         raise ValueError("the model's encoder and decoder need at least one layer each")
-    norms = [s.norm for layer in enc_layers + dec_layers for s in layer.sublayer]
+    sublayers = [_typed(s, SublayerConnection, f"{type(layer).__name__}.sublayer")
+                 for layer in enc_layers + dec_layers for s in _typed(
+                     getattr(layer, "sublayer", None), nn.ModuleList, type(layer).__name__)]
+    norms = [s.norm for s in sublayers]
     norms += [m for m in (model.encoder.norm, model.decoder.norm) if not isinstance(m, nn.Identity)]
     odd = next((type(n).__name__ for n in norms if not isinstance(n, nn.LayerNorm)), None)
     if odd is not None:
@@ -103,7 +108,7 @@ def _architecture(model: EncoderDecoder) -> dict[str, Any]:
                             if isinstance(n, nn.LayerNorm)):
         raise ValueError("every LayerNorm must have a weight, a bias and the same eps; got "
                          f"eps {sorted(eps)}")
-    pre_norm = {s.norm_first for layer in enc_layers + dec_layers for s in layer.sublayer}
+    pre_norm = {s.norm_first for s in sublayers}
     if len(pre_norm) != 1:
         raise ValueError("the model mixes pre-norm and post-norm layers")
     norm_first = pre_norm.pop()

@@ -10,6 +10,7 @@ from typing import NamedTuple
 import torch
 
 from ..data.batching import Batch
+from ..model.encoder import EncoderLayer
 from ..model.encoder_decoder import EncoderDecoder
 from ..model.masks import as_keep_mask, subsequent_mask
 from .masks import keep_to_attn_mask, keep_to_key_padding_mask, torch_masks_to_keep
@@ -66,8 +67,11 @@ def forward_with_torch_masks(
         >>> forward_with_torch_masks(model, src, tgt, tgt_mask=causal).shape
         torch.Size([2, 3, 32])
     """
-    attn = model.encoder.layers[0].self_attn
-    h, d_model = attn.h, attn.h * attn.d_k
+    first = model.encoder.layers[0]
+    if not isinstance(first, EncoderLayer):
+        raise TypeError(f"model.encoder.layers[0] must be an EncoderLayer, got "
+                        f"{type(first).__name__}")
+    h, d_model = first.self_attn.h, first.self_attn.h * first.self_attn.d_k
     for name, x in (("src", src), ("tgt", tgt)):
         if not isinstance(x, torch.Tensor) or not x.is_floating_point():
             raise TypeError(f"{name} must be a floating-point tensor (batch, seq_len, d_model) "
@@ -91,7 +95,8 @@ def forward_with_torch_masks(
     self_keep = keep(tgt_mask, tgt_key_padding_mask, T, T, "tgt_mask")
     cross_keep = keep(memory_mask, memory_key_padding_mask, T, S, "memory_mask")
     memory = model.encoder(src, enc_keep)
-    return model.decoder(tgt, memory, cross_keep, self_keep)
+    out: torch.Tensor = model.decoder(tgt, memory, cross_keep, self_keep)
+    return out
 
 
 class TorchMasks(NamedTuple):

@@ -12,10 +12,8 @@ no cache to pass around; every batch size and length is a dynamic axis. Explaine
 
 from __future__ import annotations
 
-import contextlib
 import os
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,10 +22,9 @@ from torch import nn
 
 from .._checks import check_existing_folder, check_non_negative_int, check_positive_int
 from .._io import atomic_path
-from ..model.attention import MultiHeadedAttention
 from ..model.embeddings import PositionalEncoding
 from ..model.encoder_decoder import EncoderDecoder
-from ..model.layers import LayerNorm
+from .onnx_graphs import DecoderGraph, EncoderGraph, export_mode
 
 if TYPE_CHECKING:
     import numpy as np
@@ -46,91 +43,12 @@ ALL_ATTENTION_OUTPUTS = {
 ATTENTION_MODES = (False, True, "all")
 
 
-def _stacked(attentions: list[Any]) -> torch.Tensor:
-    """Kept weights `(batch, h, q, k)` of each layer -> `(batch, N, h, q, k)`."""
-    return torch.stack(attentions, dim=1)
-
-
-class _EncoderGraph(nn.Module):
-    """`(src, src_mask)` -> `memory`: `EncoderDecoder.encode` without its Python-side checks
-    (and, with `attention_weights="all"`, every encoder layer's self-attention)."""
-
-    def __init__(self, model: EncoderDecoder, attention_weights: bool | str = False) -> None:
-        super().__init__()
-        self.model = model
-        self.attention_weights = attention_weights
-
-    def forward(
-        self, src: torch.Tensor, src_mask: torch.Tensor
-    ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
-        memory = self.model.encoder(self.model.src_embed(src), src_mask)
-        if self.attention_weights != "all":
-            return memory
-        return memory, _stacked([layer.self_attn.attn for layer in self.model.encoder.layers])
-
-
-class _DecoderGraph(nn.Module):
-    """`(memory, src_mask, ys)` -> log-probabilities of the token after `ys` (and attention)."""
-
-    def __init__(self, model: EncoderDecoder, attention_weights: bool | str) -> None:
-        super().__init__()
-        self.model = model
-        self.attention_weights = attention_weights
-
-    def forward(
-        self, memory: torch.Tensor, src_mask: torch.Tensor, ys: torch.Tensor
-    ) -> torch.Tensor | tuple[torch.Tensor, ...]:
-        # subsequent_mask(tgt_len), written with tensor ops so that tgt_len stays dynamic
-        pos = torch.arange(ys.size(1), device=ys.device)
-        tgt_mask = (pos.unsqueeze(0) <= pos.unsqueeze(1)).unsqueeze(0)  # (1, tgt_len, tgt_len)
-        out = self.model.decoder(self.model.tgt_embed(ys), memory, src_mask, tgt_mask)
-        log_probs = self.model.generator(out[:, -1])  # (batch, tgt_vocab)
-        if not self.attention_weights:
-            return log_probs
-        attn = self.model.decoder.layers[-1].src_attn.attn  # (batch, h, tgt_len, src_len)
-        last = attn[:, :, -1].mean(dim=1)  # (batch, src_len)
-        if self.attention_weights != "all":
-            return log_probs, last
-        layers = self.model.decoder.layers
-        return (log_probs, last, _stacked([layer.self_attn.attn for layer in layers]),
-                _stacked([layer.src_attn.attn for layer in layers]))
-
-
-@contextlib.contextmanager
-def _export_mode(model: EncoderDecoder, keep_all: bool = False) -> Iterator[None]:
-    """Eval mode, the reference attention and LayerNorm everywhere, the last cross-attention's
-    weights kept (every attention's with `keep_all`); every flag, mode and kept weight is
-    restored on exit."""
-    modes = [(module, module.training) for module in model.modules()]
-    attentions = [a for a in model.modules() if isinstance(a, MultiHeadedAttention)]
-    saved = [(a.fast, a.keep_attn, a.attn) for a in attentions]
-    norms = [(n, n.fast) for n in model.modules() if isinstance(n, LayerNorm)]
-    model.eval()
-    for n, _ in norms:
-        n.fast = False  # mean, std and the formula: plain ONNX ops
-    for a in attentions:
-        a.fast = False  # the paper's softmax(QK^T / sqrt(d_k)) V: plain ONNX ops, no SDPA
-    last_cross: Any = model.decoder.layers[-1]
-    last_cross.src_attn.keep_attn = True
-    for a in attentions if keep_all else ():
-        a.keep_attn = True
-    try:
-        yield
-    finally:
-        for module, training in modes:
-            module.training = training
-        for a, (fast, keep, attn) in zip(attentions, saved):
-            a.fast, a.keep_attn, a.attn = fast, keep, attn
-        for n, fast in norms:
-            n.fast = fast
-
-
 def _check_export_args(model: object, out_dir: object, opset: object, dynamo: bool) -> Path:
     if not isinstance(model, EncoderDecoder):
         raise TypeError(f"model must be an EncoderDecoder (from make_model), got "
                         f"{type(model).__name__}")
     path = check_existing_folder("out_dir", out_dir)
-    check_positive_int("opset", opset)
+    opset = check_positive_int("opset", opset)
     lowest = 18 if dynamo else 14
     if opset < lowest:
         raise ValueError(f"opset must be at least {lowest} for the "
@@ -227,7 +145,7 @@ def export_onnx(
             "decoder_self_attention": {0: "batch", 3: "tgt_len", 4: "tgt_len"},
             "decoder_cross_attention": {0: "batch", 3: "tgt_len", 4: "src_len"}}
     paths = {"encoder": path / "encoder.onnx", "decoder": path / "decoder.onnx"}
-    with _export_mode(model, keep_all=every), torch.no_grad(), warnings.catch_warnings():
+    with export_mode(model, keep_all=every), torch.no_grad(), warnings.catch_warnings():
         # expected and harmless here: the TorchScript exporter's deprecation notices, the
         # tracer's note that d_k becomes a constant, torch.export's notes on `.attn`, on axes
         # that share a name and on its own deprecations
@@ -235,10 +153,11 @@ def export_onnx(
         warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"torch\.onnx")
         warnings.filterwarnings("ignore", message="# The axis name")
         warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)`")
+        # torch's stubs do not list torch.jit.TracerWarning, which exists at run time
         warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)  # type: ignore[attr-defined]
         warnings.filterwarnings("ignore", message="The tensor attribute")
-        encoder = _EncoderGraph(model, attention_weights).eval()
-        decoder = _DecoderGraph(model, attention_weights).eval()
+        encoder = EncoderGraph(model, attention_weights).eval()
+        decoder = DecoderGraph(model, attention_weights).eval()
         memory = encoder(src, src_mask)
         memory = memory[0] if every else memory
         for graph, args, inputs, names, out in (

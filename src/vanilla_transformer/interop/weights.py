@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterator
+from typing import Any, TypeVar
 
 import torch
 import torch.nn.functional as F
@@ -16,12 +17,33 @@ from ..model.attention import MultiHeadedAttention
 from ..model.decoder import Decoder, DecoderLayer
 from ..model.encoder import Encoder, EncoderLayer
 from ..model.encoder_decoder import EncoderDecoder
-from ..model.layers import LayerNorm
+from ..model.layers import LayerNorm, SublayerConnection
 
 __all__ = ['load_from_torch', 'to_torch']
 
 _Pairs = list[tuple[torch.Tensor, torch.Tensor]]
 """(package tensor, torch tensor) pairs of the same shape, copied one way or the other."""
+
+M = TypeVar("M")
+
+
+def _typed(value: object, cls: type[M], where: str) -> M:
+    """`value`, checked to be a `cls`: torch types a submodule reached by attribute or index as
+    `Tensor | Module`, so each one is checked here, and a mismatch names the module."""
+    if not isinstance(value, cls):
+        raise ValueError(f"{where}: expected {cls.__name__}, got {type(value).__name__}")
+    return value
+
+
+def _sublayer(layer: EncoderLayer | DecoderLayer, i: int) -> SublayerConnection:
+    """The residual connection `i` of a package layer (its norm, dropout and `norm_first`)."""
+    return _typed(layer.sublayer[i], SublayerConnection, f"sublayer.{i}")
+
+
+def _layers(stack: nn.Module, cls: type[M], where: str) -> list[M]:
+    """The layers of a stack (the package's or torch's), each checked to be a `cls`."""
+    layers = _typed(getattr(stack, "layers", None), nn.ModuleList, f"{where}.layers")
+    return [_typed(layer, cls, f"{where}.layers.{i}") for i, layer in enumerate(layers)]
 
 
 def _mismatch(where: str, what: str, ours: object, theirs: object) -> ValueError:
@@ -73,67 +95,85 @@ def _attention_pairs(ours: MultiHeadedAttention, theirs: nn.Module, where: str) 
     if theirs.bias_k is not None or theirs.add_zero_attn:
         raise ValueError(f"{where}: add_bias_kv / add_zero_attn have no package equivalent")
     w, b = theirs.in_proj_weight, theirs.in_proj_bias
+    linears = [_typed(m, nn.Linear, f"{where}: linears.{i}") for i, m in enumerate(ours.linears)]
     pairs: _Pairs = []
-    for i in range(3):  # in_proj stacks W^Q, W^K, W^V along the output axis
+    for i, linear in enumerate(linears[:3]):  # in_proj stacks W^Q, W^K, W^V along the outputs
         rows = slice(i * d_model, (i + 1) * d_model)
-        pairs += [(ours.linears[i].weight, w[rows]), (ours.linears[i].bias, b[rows])]
-    return pairs + _linear_pairs(ours.linears[3], theirs.out_proj, f"{where}.out_proj")
+        pairs += [(linear.weight, w[rows]), (linear.bias, b[rows])]
+    return pairs + _linear_pairs(linears[3], theirs.out_proj, f"{where}.out_proj")
 
 
-def _check_layer(
-    ours: EncoderLayer | DecoderLayer, theirs: nn.Module, cls: type, where: str
-) -> None:
+_TorchLayer = nn.TransformerEncoderLayer | nn.TransformerDecoderLayer
+
+
+def _plain(theirs: nn.Module, cls: type[M], where: str, what: str) -> M:
+    """`theirs`, checked to be exactly a `cls` (a subclass may compute something else)."""
     if type(theirs) is not cls:
         raise ValueError(f"{where}: expected a plain {cls.__name__}, got {type(theirs).__name__} "
-                         "(a custom layer may compute something else)")
+                         f"({what})")
+    return _typed(theirs, cls, where)
+
+
+def _check_layer(ours: EncoderLayer | DecoderLayer, theirs: _TorchLayer, where: str) -> None:
     act = theirs.activation
     if not (act is F.relu or isinstance(act, nn.ReLU)):
         raise ValueError(f"{where}: the torch layer's activation is {theirs.activation!r}; the "
                          "package's feed-forward network uses relu")
-    if theirs.norm_first != ours.sublayer[0].norm_first:
-        raise _mismatch(where, "norm_first", ours.sublayer[0].norm_first, theirs.norm_first)
+    norm_first = _sublayer(ours, 0).norm_first
+    if theirs.norm_first != norm_first:
+        raise _mismatch(where, "norm_first", norm_first, theirs.norm_first)
     d_ff = ours.feed_forward.w_1.out_features
     if theirs.linear1.out_features != d_ff:
         raise _mismatch(where, "d_ff (dim_feedforward)", d_ff, theirs.linear1.out_features)
 
 
-def _ff_pairs(ours: EncoderLayer | DecoderLayer, theirs: nn.Module, where: str) -> _Pairs:
-    return (_linear_pairs(ours.feed_forward.w_1, theirs.linear1, f"{where}.linear1")
-            + _linear_pairs(ours.feed_forward.w_2, theirs.linear2, f"{where}.linear2"))
+def _ff_norm_pairs(ours: EncoderLayer | DecoderLayer, theirs: _TorchLayer, where: str,
+                   norms: list[nn.Module | None]) -> _Pairs:
+    """The feed-forward network's pairs, then each sublayer's norm with torch's `norms`."""
+    pairs = (_linear_pairs(ours.feed_forward.w_1, theirs.linear1, f"{where}.linear1")
+             + _linear_pairs(ours.feed_forward.w_2, theirs.linear2, f"{where}.linear2"))
+    for i, norm in enumerate(norms):
+        pairs += _norm_pairs(_sublayer(ours, i).norm, norm, f"{where}.norm{i + 1}")
+    return pairs
 
 
 def _encoder_layer_pairs(ours: EncoderLayer, theirs: nn.Module, where: str) -> _Pairs:
-    _check_layer(ours, theirs, nn.TransformerEncoderLayer, where)
-    return (_attention_pairs(ours.self_attn, theirs.self_attn, f"{where}.self_attn")
-            + _ff_pairs(ours, theirs, where)
-            + _norm_pairs(ours.sublayer[0].norm, theirs.norm1, f"{where}.norm1")
-            + _norm_pairs(ours.sublayer[1].norm, theirs.norm2, f"{where}.norm2"))
+    layer = _plain(theirs, nn.TransformerEncoderLayer, where, "a custom layer may compute "
+                   "something else")
+    _check_layer(ours, layer, where)
+    return (_attention_pairs(ours.self_attn, layer.self_attn, f"{where}.self_attn")
+            + _ff_norm_pairs(ours, layer, where, [layer.norm1, layer.norm2]))
 
 
 def _decoder_layer_pairs(ours: DecoderLayer, theirs: nn.Module, where: str) -> _Pairs:
-    _check_layer(ours, theirs, nn.TransformerDecoderLayer, where)
-    return (_attention_pairs(ours.self_attn, theirs.self_attn, f"{where}.self_attn")
-            + _attention_pairs(ours.src_attn, theirs.multihead_attn, f"{where}.multihead_attn")
-            + _ff_pairs(ours, theirs, where)
-            + _norm_pairs(ours.sublayer[0].norm, theirs.norm1, f"{where}.norm1")
-            + _norm_pairs(ours.sublayer[1].norm, theirs.norm2, f"{where}.norm2")
-            + _norm_pairs(ours.sublayer[2].norm, theirs.norm3, f"{where}.norm3"))
+    layer = _plain(theirs, nn.TransformerDecoderLayer, where, "a custom layer may compute "
+                   "something else")
+    _check_layer(ours, layer, where)
+    return (_attention_pairs(ours.self_attn, layer.self_attn, f"{where}.self_attn")
+            + _attention_pairs(ours.src_attn, layer.multihead_attn, f"{where}.multihead_attn")
+            + _ff_norm_pairs(ours, layer, where, [layer.norm1, layer.norm2, layer.norm3]))
+
+
+def _layer_pairs(ours: nn.Module, theirs: nn.Module, where: str) -> _Pairs:
+    if isinstance(ours, EncoderLayer):
+        return _encoder_layer_pairs(ours, theirs, where)
+    return _decoder_layer_pairs(_typed(ours, DecoderLayer, where), theirs, where)
 
 
 def _stack_pairs(ours: Encoder | Decoder, theirs: nn.Module, where: str) -> _Pairs:
-    cls, layer_pairs = (
-        (nn.TransformerEncoder, _encoder_layer_pairs) if isinstance(ours, Encoder)
-        else (nn.TransformerDecoder, _decoder_layer_pairs)
-    )
-    if type(theirs) is not cls:
-        raise ValueError(f"{where}: expected a plain {cls.__name__}, got {type(theirs).__name__} "
-                         "(a custom encoder or decoder cannot be mapped onto the package's)")
-    if len(theirs.layers) != len(ours.layers):
-        raise _mismatch(where, "the number of layers (N)", len(ours.layers), len(theirs.layers))
+    custom = "a custom encoder or decoder cannot be mapped onto the package's"
+    stack: nn.TransformerEncoder | nn.TransformerDecoder
+    if isinstance(ours, Encoder):
+        stack = _plain(theirs, nn.TransformerEncoder, where, custom)
+    else:
+        stack = _plain(theirs, nn.TransformerDecoder, where, custom)
+    mine, torch_layers = _layers(ours, nn.Module, where), _layers(stack, nn.Module, where)
+    if len(torch_layers) != len(mine):
+        raise _mismatch(where, "the number of layers (N)", len(mine), len(torch_layers))
     pairs: _Pairs = []
-    for i, (a, b) in enumerate(zip(ours.layers, theirs.layers)):
-        pairs += layer_pairs(a, b, f"{where}.layers.{i}")
-    ours_final, theirs_final = not isinstance(ours.norm, nn.Identity), theirs.norm is not None
+    for i, (a, b) in enumerate(zip(mine, torch_layers)):
+        pairs += _layer_pairs(a, b, f"{where}.layers.{i}")
+    ours_final, theirs_final = not isinstance(ours.norm, nn.Identity), stack.norm is not None
     if ours_final != theirs_final:
         raise ValueError(
             f"{where}: final LayerNorm mismatch: the package stack has "
@@ -142,7 +182,7 @@ def _stack_pairs(ours: Encoder | Decoder, theirs: nn.Module, where: str) -> _Pai
             "build the package model with make_model(..., final_norm=True) to match it"
         )
     if ours_final:
-        pairs += _norm_pairs(ours.norm, theirs.norm, f"{where}.norm")
+        pairs += _norm_pairs(ours.norm, stack.norm, f"{where}.norm")
     return pairs
 
 
@@ -153,24 +193,26 @@ def _model_pairs(ours: EncoderDecoder, theirs: nn.Module, where: str) -> _Pairs:
             + _stack_pairs(ours.decoder, theirs.decoder, "decoder"))
 
 
-_PAIRS = (
-    (EncoderDecoder, _model_pairs),
-    (Encoder, _stack_pairs),
-    (Decoder, _stack_pairs),
-    (EncoderLayer, _encoder_layer_pairs),
-    (DecoderLayer, _decoder_layer_pairs),
-    (MultiHeadedAttention, _attention_pairs),
-)
+_MAPPED = (EncoderDecoder, Encoder, Decoder, EncoderLayer, DecoderLayer, MultiHeadedAttention)
+"""The package classes with a `torch.nn` counterpart."""
+
+
+def _unmapped(ours: nn.Module, verb: str) -> TypeError:
+    return TypeError(f"cannot {verb} {type(ours).__name__} onto torch.nn; expected one of "
+                     f"{', '.join(cls.__name__ for cls in _MAPPED)}")
 
 
 def _pairs(ours: nn.Module, theirs: nn.Module) -> _Pairs:
-    for cls, fn in _PAIRS:
-        if isinstance(ours, cls):
-            return fn(ours, theirs, type(theirs).__name__)
-    raise TypeError(
-        f"cannot map {type(ours).__name__} onto torch.nn; expected one of "
-        f"{', '.join(cls.__name__ for cls, _ in _PAIRS)}"
-    )
+    where = type(theirs).__name__
+    if isinstance(ours, EncoderDecoder):
+        return _model_pairs(ours, theirs, where)
+    if isinstance(ours, (Encoder, Decoder)):
+        return _stack_pairs(ours, theirs, where)
+    if isinstance(ours, (EncoderLayer, DecoderLayer)):
+        return _layer_pairs(ours, theirs, where)
+    if isinstance(ours, MultiHeadedAttention):
+        return _attention_pairs(ours, theirs, where)
+    raise _unmapped(ours, "map")
 
 
 @torch.no_grad()
@@ -224,71 +266,71 @@ def load_from_torch(model: nn.Module, torch_module: nn.Module) -> nn.Module:
     return model
 
 
-def _build_torch(ours: nn.Module, allow_no_final_norm: bool) -> nn.Module:
-    if not isinstance(ours, tuple(cls for cls, _ in _PAIRS)):
-        raise TypeError(
-            f"cannot build a torch.nn module from {type(ours).__name__}; expected one of "
-            f"{', '.join(cls.__name__ for cls, _ in _PAIRS)}"
-        )
-    param = next(ours.parameters())
-    kw = dict(device=param.device, dtype=param.dtype)
-    if isinstance(ours, MultiHeadedAttention):
-        d_model = ours.h * ours.d_k
-        return nn.MultiheadAttention(
-            d_model, ours.h, dropout=ours.dropout.p, batch_first=True, **kw
-        )
-    if isinstance(ours, EncoderDecoder):
-        first = ours.encoder.layers[0]
-    elif isinstance(ours, (Encoder, Decoder)):
-        first = ours.layers[0]
-    else:
-        first = ours
-    if isinstance(first.sublayer[0].norm, LayerNorm):
+def _layer_options(first: EncoderLayer | DecoderLayer, kw: dict[str, Any]) -> dict[str, Any]:
+    """The keyword arguments of the torch layers that compute what `first` computes."""
+    sublayer = _sublayer(first, 0)
+    if isinstance(sublayer.norm, LayerNorm):
         raise ValueError(
             "the package model uses the 'annotated' LayerNorm (unbiased std, eps added to the "
             "std), which nn.LayerNorm cannot represent; build it with "
             "make_model(..., layer_norm='torch')"
         )
-    layer_kw = dict(
-        d_model=first.size, nhead=first.self_attn.h,
-        dim_feedforward=first.feed_forward.w_1.out_features, dropout=first.sublayer[0].dropout.p,
-        activation="relu", layer_norm_eps=first.sublayer[0].norm.eps, batch_first=True,
-        norm_first=first.sublayer[0].norm_first, **kw,
-    )
-    if isinstance(ours, EncoderLayer):
-        return nn.TransformerEncoderLayer(**layer_kw)
-    if isinstance(ours, DecoderLayer):
-        return nn.TransformerDecoderLayer(**layer_kw)
+    norm = _typed(sublayer.norm, nn.LayerNorm, "sublayer.0.norm")
+    return dict(d_model=first.size, nhead=first.self_attn.h,
+                dim_feedforward=first.feed_forward.w_1.out_features,
+                dropout=sublayer.dropout.p, activation="relu", layer_norm_eps=norm.eps,
+                batch_first=True, norm_first=sublayer.norm_first, **kw)
 
-    def final(stack: Encoder | Decoder) -> nn.LayerNorm | None:
-        if isinstance(stack.norm, nn.Identity):
-            return None
-        return nn.LayerNorm(first.size, eps=stack.norm.eps, **kw)
 
+def _final_norm(stack: Encoder | Decoder, kw: dict[str, Any]) -> nn.LayerNorm | None:
+    """torch's final norm of a stack: `None` where the package's stack has none."""
+    if isinstance(stack.norm, nn.Identity):
+        return None
+    norm = _typed(stack.norm, nn.LayerNorm, "norm")
+    return nn.LayerNorm(norm.normalized_shape, eps=norm.eps, **kw)
+
+
+def _build_torch(ours: nn.Module, allow_no_final_norm: bool) -> nn.Module:
+    if not isinstance(ours, _MAPPED):
+        raise _unmapped(ours, "build a torch.nn module from")
+    param = next(ours.parameters())
+    kw: dict[str, Any] = dict(device=param.device, dtype=param.dtype)
+    if isinstance(ours, MultiHeadedAttention):
+        return nn.MultiheadAttention(ours.h * ours.d_k, ours.h, dropout=ours.dropout.p,
+                                     batch_first=True, **kw)
+    if isinstance(ours, (EncoderLayer, DecoderLayer)):
+        if isinstance(ours, EncoderLayer):
+            return nn.TransformerEncoderLayer(**_layer_options(ours, kw))
+        return nn.TransformerDecoderLayer(**_layer_options(ours, kw))
+    stack = ours.encoder if isinstance(ours, EncoderDecoder) else ours
+    first = _layers(stack, nn.Module, "layers")[0]
+    if not isinstance(first, (EncoderLayer, DecoderLayer)):
+        raise ValueError(f"layers.0: expected a package layer, got {type(first).__name__}")
+    layer_kw = _layer_options(first, kw)
     with warnings.catch_warnings():
         # PyTorch warns that pre-norm encoders cannot use its nested-tensor fast path
         warnings.filterwarnings("ignore", message="enable_nested_tensor is True")
         if isinstance(ours, Encoder):
-            return nn.TransformerEncoder(
-                nn.TransformerEncoderLayer(**layer_kw), len(ours.layers), final(ours)
-            )
+            return nn.TransformerEncoder(nn.TransformerEncoderLayer(**layer_kw),
+                                         len(ours.layers), _final_norm(ours, kw))
         if isinstance(ours, Decoder):
-            return nn.TransformerDecoder(
-                nn.TransformerDecoderLayer(**layer_kw), len(ours.layers), final(ours)
-            )
-        has_final = [not isinstance(s.norm, nn.Identity) for s in (ours.encoder, ours.decoder)]
-        if not all(has_final) and not allow_no_final_norm:
-            raise ValueError(
-                "the package model has no final LayerNorm after its stacks (the paper's post-norm "
-                "arrangement), but nn.Transformer always builds one. Build the model with "
-                "make_model(..., final_norm=True), or pass allow_no_final_norm=True to get an "
-                "nn.Transformer whose encoder.norm / decoder.norm are None"
-            )
-        theirs = nn.Transformer(
-            num_encoder_layers=len(ours.encoder.layers),
-            num_decoder_layers=len(ours.decoder.layers),
-            **layer_kw,
+            return nn.TransformerDecoder(nn.TransformerDecoderLayer(**layer_kw),
+                                         len(ours.layers), _final_norm(ours, kw))
+        return _build_transformer(ours, layer_kw, allow_no_final_norm)
+
+
+def _build_transformer(ours: EncoderDecoder, layer_kw: dict[str, Any],
+                       allow_no_final_norm: bool) -> nn.Transformer:
+    has_final = [not isinstance(s.norm, nn.Identity) for s in (ours.encoder, ours.decoder)]
+    if not all(has_final) and not allow_no_final_norm:
+        raise ValueError(
+            "the package model has no final LayerNorm after its stacks (the paper's post-norm "
+            "arrangement), but nn.Transformer always builds one. Build the model with "
+            "make_model(..., final_norm=True), or pass allow_no_final_norm=True to get an "
+            "nn.Transformer whose encoder.norm / decoder.norm are None"
         )
+    theirs = nn.Transformer(num_encoder_layers=len(ours.encoder.layers),
+                            num_decoder_layers=len(ours.decoder.layers), **layer_kw)
     if not has_final[0]:
         theirs.encoder.norm = None
     if not has_final[1]:
