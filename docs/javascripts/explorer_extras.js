@@ -98,12 +98,15 @@
     var layer = root.querySelector("#explorer-layer");
     var head = root.querySelector("#explorer-head");
     // under the map and its cell readout: on a phone the map itself stays near the input
+    // (Try it keeps a place for it under the training slider)
+    var slot = root.querySelector("#explorer-figure1-slot");
     var anchor = root.querySelector("#explorer-cell") || heatmap;
     if (!kind || !layer || root.querySelector("#explorer-figure1")) return;
     var figure = svg("svg", {id: "explorer-figure1", "class": "explorer-figure1", role: "img"});
     var box = html("div", {"class": "explorer-figure1__box"});
     box.appendChild(figure);
-    anchor.insertAdjacentElement("afterend", box);
+    if (slot) slot.appendChild(box);
+    else anchor.insertAdjacentElement("afterend", box);
     var drawnN = 0;
 
     var pick = function (k, l) {
