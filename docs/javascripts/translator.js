@@ -1024,7 +1024,8 @@
       deepest = Math.max(deepest, node.t);
       widest = Math.max(widest, Math.ceil(chars(i) * BEAM_CHAR) + 16);
     });
-    var indent = Math.max(4, Math.min(18, Math.floor((room - widest - 8) / Math.max(1, deepest))));
+    // a deep tree (an untrained model's) gets a smaller indent, down to none, to fit the room
+    var indent = Math.max(0, Math.min(18, Math.floor((room - widest - 8) / Math.max(1, deepest))));
     var ROW = 24;
     var at = {};
     order.forEach(function (i, r) { at[i] = {x: 4 + nodes[i].t * indent, y: 4 + r * ROW}; });
@@ -1170,7 +1171,7 @@
         KIND_NAMES[h.kind];
     };
     var fmt = function (x) { return x >= 0.001 || x === 0 ? x.toFixed(3) : x.toExponential(1); };
-    var pct = function (x) { return (100 * x).toFixed(1) + " %"; };
+    var pct = function (x) { return (100 * x).toFixed(x < 0.01 ? 2 : 1) + " %"; };
     // #explorer-break-effect: what the switch on show moved, before and after, in numbers, and
     // why the output changes or does not.
     var showEffect = function (text) {
@@ -1247,7 +1248,7 @@
         if (sw.name === "no-scale") {
           why.append(" Without the division every score is \u221ad_k = " +
             Math.sqrt(live.config.d_model / live.config.h) + " times larger: each softmax " +
-            "sharpens, but a row\u2019s largest score stays its largest.");
+            "sharpens, yet at every step the same piece stays on top.");
         }
         parts.push(why);
       }
@@ -1833,6 +1834,64 @@
       setCheckpointLabel();
       translateNow();
     });
+
+    // A Figure-1 block's intermediate values for the current token, from the live model's
+    // trace (explorer_extras.js draws them when a block is pointed at or tapped): `part`
+    // "encoder" or "decoder", `layer` from 1, `block` "self", "cross" or "ff". The current
+    // token is the decoder row of the map's pointed cell, or else the last row (the one that
+    // predicts the next piece); on the encoder side, the English piece of the pointed cell, or
+    // else the first. Attention blocks give Q of that token and K and V of the same piece (for
+    // cross-attention, of the English piece its query weighs most), for the head on show (head
+    // 1 for the average); every block gives its residual x + sublayer(x) and the LayerNorm of
+    // it, and the feed-forward block its output before the residual. Null where there is
+    // nothing to trace: no translation, the live model not loaded, or a replayed checkpoint.
+    root.__blockValues = function (part, layer, block) {
+      var live = current && lives[current.model.lang];
+      if (!live || current.model.step !== "final" || !current.last) return null;
+      var v = view(current);
+      var ys = current.ys.slice(0, v.rows);
+      var sw = current.model.switch || {name: "none"};
+      var trace = live.trace(current.srcIds, ys, sw);
+      var tok = live.tokenizer;
+      var pointed = el.cell.dataset.row !== undefined && el.cell.textContent !== "";
+      var kind = el.heatmap.dataset.kind;
+      var row = pointed && kind !== "encoder-self" ? Number(el.cell.dataset.row) : v.rows - 1;
+      var col = !pointed ? 0 : kind === "cross" ? Number(el.cell.dataset.col) :
+        kind === "encoder-self" ? Number(el.cell.dataset.row) : 0;
+      var encoder = part === "encoder";
+      var pos = encoder ? Math.min(col, current.srcIds.length - 1) :
+        Math.max(0, Math.min(row, v.rows - 1));
+      var side = encoder ? trace.source : trace.target;
+      var values = side.layers[layer - 1][block];
+      var head = el.head.value === "average" ? 0 : Number(el.head.value) - 1;
+      var name = function (ids, i) { return tok.tokens([ids[i]])[0]; };
+      var token = name(side.ids, pos);
+      var rows = [];
+      if (block !== "ff") {
+        var keyIds = block === "cross" ? trace.source.ids : side.ids;
+        var keyPos = pos;
+        if (block === "cross") {
+          var w = values.weights[head][pos];
+          keyPos = w.indexOf(Math.max.apply(null, w));
+        }
+        var keyName = name(keyIds, keyPos);
+        rows.push({name: "q", label: "Q, head " + (head + 1) + ", of " + token,
+                   values: values.q[head][pos]});
+        rows.push({name: "k", label: "K, head " + (head + 1) + ", of " + keyName,
+                   values: values.k[head][keyPos], pos: keyPos});
+        rows.push({name: "v", label: "V, head " + (head + 1) + ", of " + keyName,
+                   values: values.v[head][keyPos], pos: keyPos});
+      } else {
+        rows.push({name: "out", label: "feed-forward output of " + token,
+                   values: values.out[pos]});
+      }
+      rows.push({name: "residual", label: "residual stream x + sublayer(x) of " + token,
+                 values: values.residual[pos]});
+      rows.push({name: "norm", label: "LayerNorm output of " + token, values: values.norm[pos]});
+      return {part: part, layer: layer, block: block, pos: pos, token: token, head: head + 1,
+              srcIds: current.srcIds.slice(), ys: ys, switch: sw.name, rows: rows,
+              headIsAverage: el.head.value === "average"};
+    };
 
     // The suggested experiments, in order: one click sets the page up for each, on the
     // crossing sentence, and the note under them says what to look at.

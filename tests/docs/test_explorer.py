@@ -1062,3 +1062,59 @@ def test_the_suggested_experiments_each_take_one_click(page, german):
     page.wait_for_function("() => { const r = document.querySelector('.translator');"
                            " return r.dataset.step === 'final' && r.dataset.state === 'done'; }")
     steer(page, 1.0, 5, 1)
+
+
+# ------------------------------------------------------------------------------------------- #
+# Figure 1's blocks: their intermediate values for the current token, against PyTorch         #
+# ------------------------------------------------------------------------------------------- #
+
+VALUES = """() => { const b = document.getElementById('explorer-values');
+  return {state: b.dataset.state, part: b.dataset.part, layer: Number(b.dataset.layer),
+          block: b.dataset.block, pos: Number(b.dataset.pos), head: Number(b.dataset.head),
+          ys: b.dataset.ys.split(' ').map(Number), src: b.dataset.src.split(' ').map(Number),
+          rows: Object.fromEntries(Array.from(b.querySelectorAll('tr'), (tr) => [
+            tr.dataset.name, {values: tr.dataset.values.split(',').map(Number),
+                              pos: tr.dataset.pos === undefined ? null : Number(tr.dataset.pos),
+                              cells: tr.querySelectorAll('rect').length}]))}; }"""
+
+
+@pytest.mark.parametrize("part, layer, block", [("decoder", 2, "cross"), ("decoder", 1, "self"),
+                                                ("decoder", 2, "ff"), ("encoder", 1, "self"),
+                                                ("encoder", 2, "ff")])
+def test_a_figure1_block_shows_its_values_for_the_current_token(page, german, pytorch_trace,
+                                                                 part, layer, block):
+    typed(page, CROSSING)
+    page.select_option("#explorer-head", "2")
+    page.wait_for_function("() => document.querySelector('#explorer-figure1 .figure1__block')")
+    target = (f"#explorer-figure1 .figure1__block[data-part='{part}']"
+              f"[data-layer='{layer}'][data-block='{block}']")
+    page.hover(target)
+    page.wait_for_function(
+        "([p, l, b]) => { const v = document.getElementById('explorer-values');"
+        " return v.dataset.state === 'done' && v.dataset.part === p &&"
+        " v.dataset.layer === String(l) && v.dataset.block === b; }",
+        arg=[part, layer, block])
+    shown = page.evaluate(VALUES)
+    trace = pytorch_trace(german.model, shown["src"], shown["ys"])
+    assert shown["src"] == german.src(CROSSING)
+    side = trace["source" if part == "encoder" else "target"]
+    values = side["layers"][layer - 1][block]
+    pos = shown["pos"]
+    # the current token: the last row on the decoder side, the first English piece otherwise
+    assert pos == (len(shown["ys"]) - 1 if part == "decoder" else 0)
+    want = {"residual": values["residual"][pos], "norm": values["norm"][pos]}
+    if block == "ff":
+        want["out"] = values["out"][pos]
+    else:
+        head = shown["head"] - 1
+        assert head == 1  # the head on show
+        key = pos if block == "self" else int(values["weights"][head, pos].argmax())
+        want |= {"q": values["q"][head, pos], "k": values["k"][head, key],
+                 "v": values["v"][head, key]}
+        assert shown["rows"]["k"]["pos"] == key
+    assert set(shown["rows"]) == set(want)
+    for name, vector in want.items():
+        got = torch.tensor(shown["rows"][name]["values"], dtype=torch.float64)
+        assert got.shape == vector.shape and shown["rows"][name]["cells"] == vector.numel()
+        assert torch.allclose(got, vector.double(), atol=1e-4), name
+    page.select_option("#explorer-head", "1")
