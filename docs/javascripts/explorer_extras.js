@@ -4,7 +4,9 @@
 // - Figure 1, small, under Try it's map (#explorer-figure1): the encoder and the decoder,
 //   N layers each, with the attention block the map comes from highlighted (its kind and its
 //   layer, read from the map's own data-kind/data-layer, or from the menus before a map is
-//   drawn). A block is a button: it sets the menus.
+//   drawn). An attention block is a button: it sets the menus. On Try it, pointing at, tapping
+//   or focusing any block shows its values for the current token under the figure
+//   (#explorer-values), from translator.js's root.__blockValues.
 // - Predict, then reveal (.predict-reveal, in the lessons): a question about what the trained
 //   model will do on the sentence the learner types. The learner commits to an answer, and only
 //   then does the page load the model (the first time) and run it; the model's own numbers

@@ -19,6 +19,17 @@
 // - The graphs return every attention map (export_onnx(..., attention_weights="all")): the page
 //   draws any layer and head of the encoder's self-attention, the decoder's self-attention and
 //   the cross-attention as an SVG heatmap.
+// - The steering controls (temperature, top-k, top-p) redraw the five candidates as they move:
+//   their probabilities at that temperature, greyed out where top-k or top-p cut them, which is
+//   the distribution Sample draws from (steered()).
+// - A break switch runs the live model (live_model.js) and #explorer-break-effect says what it
+//   moved, before and after, with the trained output fed in: that output's probability, a
+//   row's largest weight in the map on show, and where the outputs part or why they do not
+//   (breakEffect()); silence-head on the average of the heads silences the head that matters
+//   most for the sentence (mostImportantHead()).
+// - The beam tree is drawn in columns where they fit, as an indented outline where they do not.
+// - root.__blockValues gives explorer_extras.js a Figure-1 block's values for the current
+//   token, from the live model's trace.
 // - The training slider swaps in the graphs of the same run at earlier steps (steps/NNNN/).
 // - window.translatorDemo holds the tokenizer class, the number words, loadModel() and the
 //   decoding functions, for the browser tests (tests/docs/test_translator_page.py,
