@@ -1653,8 +1653,14 @@
             afterTranslation = null;
             then();
           }
-          if (playing) playTimer = setTimeout(playNext, PLAY_MS);
-          drawBeam(model, text, request);
+          if (playing) {
+            // Play shows the maps; the beam tree waits for the last checkpoint (a beam search
+            // of an untrained model runs to the longest output, and would hold Play up)
+            playTimer = setTimeout(playNext, PLAY_MS);
+            if (el.beam) el.beam.dataset.state = "waiting";
+          } else {
+            drawBeam(model, text, request);
+          }
         }).catch(function (error) {
           if (stale(request)()) return;
           clear();
@@ -1768,7 +1774,11 @@
     };
     var playNext = function () {
       var i = Number(el.checkpoint.value) + 1;
-      if (i > Number(el.checkpoint.max)) return setPlaying(false);
+      if (i > Number(el.checkpoint.max)) {
+        setPlaying(false);
+        if (current) drawBeam(current.model, current.text, latest);
+        return;
+      }
       moveTo(i);
     };
 
@@ -1820,7 +1830,11 @@
       translateNow();
     });
     el.play.addEventListener("click", function () {
-      if (playing) return setPlaying(false);
+      if (playing) {  // paused: the beam tree of the checkpoint on show
+        setPlaying(false);
+        if (current) drawBeam(current.model, current.text, latest);
+        return;
+      }
       setPlaying(true);
       var last = Number(el.checkpoint.max);
       moveTo(root.dataset.replay !== "on" || Number(el.checkpoint.value) >= last ? 0 :
