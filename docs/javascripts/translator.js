@@ -1637,6 +1637,7 @@
           var ms = performance.now() - start;
           if (!result || stale(request)()) return;
           current = result.state;
+          el.cell.textContent = "";  // a pointed cell belongs to the sentence before
           show(request);
           el.readAs.hidden = text === typed;
           el.readAs.textContent = text === typed ? "" : "Read as \u201c" + text + "\u201d.";

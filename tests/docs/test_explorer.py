@@ -1084,8 +1084,11 @@ VALUES = """() => { const b = document.getElementById('explorer-values');
 def test_a_figure1_block_shows_its_values_for_the_current_token(page, german, pytorch_trace,
                                                                  part, layer, block):
     typed(page, CROSSING)
+    page.select_option("#explorer-kind", "cross")
     page.select_option("#explorer-head", "2")
     page.wait_for_function("() => document.querySelector('#explorer-figure1 .figure1__block')")
+    # the token: a pointed cell of the cross-attention map, row "ein" and column "one"
+    page.hover("#translator-heatmap rect.translator-cell[data-row='1'][data-col='4']")
     target = (f"#explorer-figure1 .figure1__block[data-part='{part}']"
               f"[data-layer='{layer}'][data-block='{block}']")
     page.hover(target)
@@ -1100,8 +1103,9 @@ def test_a_figure1_block_shows_its_values_for_the_current_token(page, german, py
     side = trace["source" if part == "encoder" else "target"]
     values = side["layers"][layer - 1][block]
     pos = shown["pos"]
-    # the current token: the last row on the decoder side, the first English piece otherwise
-    assert pos == (len(shown["ys"]) - 1 if part == "decoder" else 0)
+    # the current token: the pointed cell's row on the decoder side, its column on the other
+    assert pos == (1 if part == "decoder" else 4)
+    assert german.names[shown["src"][4]] == "one"
     want = {"residual": values["residual"][pos], "norm": values["norm"][pos]}
     if block == "ff":
         want["out"] = values["out"][pos]
