@@ -1182,7 +1182,7 @@
         KIND_NAMES[h.kind];
     };
     var fmt = function (x) { return x >= 0.001 || x === 0 ? x.toFixed(3) : x.toExponential(1); };
-    var pct = function (x) { return (100 * x).toFixed(x < 0.01 ? 2 : 1) + " %"; };
+    var pct = function (x) { return (100 * x).toFixed(x < 0.01 ? 2 : 1) + "\u00a0%"; };
     // #explorer-break-effect: what the switch on show moved, before and after, in numbers, and
     // why the output changes or does not.
     var showEffect = function (text) {
