@@ -4,7 +4,9 @@
 // - Figure 1, small, under Try it's map (#explorer-figure1): the encoder and the decoder,
 //   N layers each, with the attention block the map comes from highlighted (its kind and its
 //   layer, read from the map's own data-kind/data-layer, or from the menus before a map is
-//   drawn). A block is a button: it sets the menus.
+//   drawn). An attention block is a button: it sets the menus. On Try it, pointing at, tapping
+//   or focusing any block shows its values for the current token under the figure
+//   (#explorer-values), from translator.js's root.__blockValues.
 // - Predict, then reveal (.predict-reveal, in the lessons): a question about what the trained
 //   model will do on the sentence the learner types. The learner commits to an answer, and only
 //   then does the page load the model (the first time) and run it; the model's own numbers
@@ -43,11 +45,12 @@
   // ------------------------------------------------------------------------------------------ //
   var BOX_W = 80, BOX_GAP = 4, ARROW = 22, HEAD = 18, TITLE = 16, ROW = 19, PAD = 2;
   var BLOCKS = {
-    encoder: [["encoder-self", "self-attn"], [null, "feed-fwd"]],
-    decoder: [["decoder-self", "masked self"], ["cross", "cross-attn"], [null, "feed-fwd"]],
+    encoder: [["encoder-self", "self-attn", "self"], [null, "feed-fwd", "ff"]],
+    decoder: [["decoder-self", "masked self", "self"], ["cross", "cross-attn", "cross"],
+              [null, "feed-fwd", "ff"]],
   };
 
-  function drawFigure1(figure, N, onPick) {
+  function drawFigure1(figure, N, onPick, onPoint) {
     var rows = BLOCKS.decoder.length;
     var boxH = TITLE + rows * ROW + 4;
     var side = N * BOX_W + (N - 1) * BOX_GAP;
@@ -68,9 +71,29 @@
         BLOCKS[part].forEach(function (block, r) {
           var y = HEAD + TITLE + r * ROW;
           var b = svg("g", {"class": "figure1__block" + (block[0] ? " figure1__block--attn" : ""),
-                            "data-kind": block[0] || "", "data-layer": l}, g);
+                            "data-kind": block[0] || "", "data-layer": l, "data-part": part,
+                            "data-block": block[2]}, g);
           svg("rect", {x: x + 3, y: y, width: BOX_W - 6, height: ROW - 3, rx: 3}, b);
           svg("text", {x: x + BOX_W / 2, y: y + 12}, b).textContent = block[1];
+          if (onPoint) {
+            // pointed at, tapped or focused: the block's values for the current token
+            var point = (function (pt, layer, name) {
+              return function () { onPoint(pt, layer, name); };
+            })(part, l, block[2]);
+            b.addEventListener("mouseenter", point);
+            b.addEventListener("focus", point);
+            b.addEventListener("click", point);
+            if (!block[0]) {
+              b.setAttribute("role", "button");
+              b.setAttribute("tabindex", "0");
+              b.setAttribute("aria-label", "feed-forward, " + part + " layer " + l +
+                             ": show its values");
+              b.classList.add("figure1__block--values");
+              b.addEventListener("keydown", function (e) {
+                if (e.key === "Enter" || e.key === " ") { e.preventDefault(); point(); }
+              });
+            }
+          }
           if (block[0]) {
             b.setAttribute("role", "button");
             b.setAttribute("tabindex", "0");
@@ -92,19 +115,96 @@
                  "class": "figure1__arrow"}, figure);
   }
 
+  // A vector as a strip of cells, blue above zero and red below, as dark as its size against
+  // the largest size in the vector; each cell's title gives its index and value.
+  function strip(vector) {
+    var CELL = 9, H = 14;
+    var top = vector.reduce(function (m, x) { return Math.max(m, Math.abs(x)); }, 0) || 1;
+    var perRow = vector.length > 32 ? 32 : vector.length;
+    var rows = Math.ceil(vector.length / perRow);
+    var node = svg("svg", {"class": "explorer-values__strip", width: perRow * CELL,
+                           height: rows * H, viewBox: "0 0 " + perRow * CELL + " " + rows * H,
+                           role: "img"});
+    vector.forEach(function (x, i) {
+      var cell = svg("rect", {x: (i % perRow) * CELL, y: Math.floor(i / perRow) * H,
+                              width: CELL - 1, height: H - 2,
+                              "class": x >= 0 ? "is-positive" : "is-negative",
+                              "fill-opacity": (Math.abs(x) / top).toFixed(3)}, node);
+      svg("title", {}, cell).textContent = "[" + i + "] " + x.toFixed(3);
+    });
+    return node;
+  }
+
+  function drawValues(box, got, part, layer, block) {
+    var names = {self: part === "encoder" ? "self-attention" : "masked self-attention",
+                 cross: "cross-attention", ff: "feed-forward"};
+    box.dataset.part = part;
+    box.dataset.layer = String(layer);
+    box.dataset.block = block;
+    if (!got) {
+      box.dataset.state = "none";
+      box.replaceChildren(html("p", {}, "The values are those of the page\u2019s model, once a " +
+                               "sentence is translated: go back to it to see them."));
+      return;
+    }
+    box.dataset.state = "done";
+    box.dataset.pos = String(got.pos);
+    box.dataset.ys = got.ys.join(" ");
+    box.dataset.src = got.srcIds.join(" ");
+    box.dataset.head = String(got.head);
+    var title = html("p", {"class": "explorer-values__title"},
+      part + " layer " + layer + ", " + names[block] + ", for \u201c" + got.token + "\u201d" +
+      (block !== "ff" && got.headIsAverage ? " (head 1: the average has no Q, K or V)" : "") +
+      (got.switch !== "none" ? ", switched: " + got.switch : "") + ":");
+    var table = html("table", {"class": "explorer-values__table"});
+    got.rows.forEach(function (r) {
+      var tr = html("tr", {"data-name": r.name,
+                           "data-values": r.values.map(function (x) { return x.toFixed(6); })
+                             .join(",")});
+      if (r.pos !== undefined) tr.dataset.pos = String(r.pos);
+      var norm = Math.sqrt(r.values.reduce(function (s, x) { return s + x * x; }, 0));
+      var label = html("td", {}, r.label);
+      label.appendChild(html("span", {"class": "explorer-values__stats"},
+        r.values.length + " numbers, length " + norm.toFixed(2) + ", first " +
+        r.values.slice(0, 3).map(function (x) { return x.toFixed(2); }).join(", ")));
+      var cell = html("td", {});
+      cell.appendChild(strip(r.values));
+      tr.appendChild(label);
+      tr.appendChild(cell);
+      table.appendChild(tr);
+    });
+    box.replaceChildren(title, table);
+  }
+
   function setUpFigure1(heatmap) {
     var root = heatmap.closest(".translator") || document;
     var kind = root.querySelector("#explorer-kind");
     var layer = root.querySelector("#explorer-layer");
     var head = root.querySelector("#explorer-head");
     // under the map and its cell readout: on a phone the map itself stays near the input
+    // (Try it keeps a place for it under the training slider)
+    var slot = root.querySelector("#explorer-figure1-slot");
     var anchor = root.querySelector("#explorer-cell") || heatmap;
     if (!kind || !layer || root.querySelector("#explorer-figure1")) return;
     var figure = svg("svg", {id: "explorer-figure1", "class": "explorer-figure1", role: "img"});
     var box = html("div", {"class": "explorer-figure1__box"});
     box.appendChild(figure);
-    anchor.insertAdjacentElement("afterend", box);
+    if (slot) slot.appendChild(box);
+    else anchor.insertAdjacentElement("afterend", box);
     var drawnN = 0;
+    // Try it shows a block's values under the figure (translator.js computes them)
+    var values = null;
+    if (slot) {
+      box.appendChild(html("p", {"class": "explorer-values__hint"},
+        "Point at or tap a block to see its values for the current token."));
+      values = html("div", {id: "explorer-values", "class": "explorer-values",
+                            "aria-live": "polite"});
+      box.appendChild(values);
+    }
+    var point = !values ? null : function (part, l, block) {
+      var got = root.__blockValues ? root.__blockValues(part, l, block) : null;
+      drawValues(values, got, part, l, block);
+    };
 
     var pick = function (k, l) {
       if (!layer.querySelector('option[value="' + l + '"]')) return;  // no model yet
@@ -118,7 +218,7 @@
       // the map's own attributes once it is drawn; the menus before
       var N = layer.options.length || Number(figure.dataset.n) || 2;
       if (N !== drawnN) {
-        drawFigure1(figure, N, pick);
+        drawFigure1(figure, N, pick, point);
         drawnN = N;
         figure.dataset.n = String(N);
       }

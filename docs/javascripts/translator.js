@@ -19,6 +19,17 @@
 // - The graphs return every attention map (export_onnx(..., attention_weights="all")): the page
 //   draws any layer and head of the encoder's self-attention, the decoder's self-attention and
 //   the cross-attention as an SVG heatmap.
+// - The steering controls (temperature, top-k, top-p) redraw the five candidates as they move:
+//   their probabilities at that temperature, greyed out where top-k or top-p cut them, which is
+//   the distribution Sample draws from (steered()).
+// - A break switch runs the live model (live_model.js) and #explorer-break-effect says what it
+//   moved, before and after, with the trained output fed in: that output's probability, a
+//   row's largest weight in the map on show, and where the outputs part or why they do not
+//   (breakEffect()); silence-head on the average of the heads silences the head that matters
+//   most for the sentence (mostImportantHead()).
+// - The beam tree is drawn in columns where they fit, as an indented outline where they do not.
+// - root.__blockValues gives explorer_extras.js a Figure-1 block's values for the current
+//   token, from the live model's trace.
 // - The training slider swaps in the graphs of the same run at earlier steps (steps/NNNN/).
 // - window.translatorDemo holds the tokenizer class, the number words, loadModel() and the
 //   decoding functions, for the browser tests (tests/docs/test_translator_page.py,
@@ -565,33 +576,60 @@
     };
   }
 
-  // One draw: the `k` most probable ids (all of them for k = 0), their log-probabilities divided
-  // by the temperature and renormalised, and the id whose cumulative probability first passes
-  // `u`. Temperature 0 is the argmax: greedy decoding.
-  function sampleId(logProbs, temperature, k, u) {
-    if (!(temperature > 0)) return argmax(logProbs);
+  // The distribution Sample draws from, after the steering controls: the log-probabilities
+  // divided by the temperature and renormalised (temperature 0 puts everything on the argmax);
+  // then only the `k` most probable ids (all of them for k = 0), and of those the fewest, most
+  // probable first, whose probability renormalised over the k reaches `p` (p = 1 keeps all).
+  // Returns {ids: the kept ids, most probable first (the lower id first among equals),
+  // weights: exp(logProb / temperature - top) of each kept id, total: their sum, tempered:
+  // id -> its probability at this temperature over the whole vocabulary}.
+  function steered(logProbs, temperature, k, p) {
     var ids = Array.from(logProbs.keys());
     ids.sort(function (a, b) { return logProbs[b] - logProbs[a] || a - b; });
-    if (k > 0) ids = ids.slice(0, k);
+    var tempered = function (id) { return id === ids[0] ? 1 : 0; };
+    if (!(temperature > 0)) return {ids: ids.slice(0, 1), weights: [1], total: 1,
+                                    tempered: tempered};
     var top = logProbs[ids[0]] / temperature;
+    var all = 0;
+    for (var v = 0; v < logProbs.length; v++) all += Math.exp(logProbs[v] / temperature - top);
+    tempered = function (id) { return Math.exp(logProbs[id] / temperature - top) / all; };
+    if (k > 0) ids = ids.slice(0, k);
     var weights = ids.map(function (id) { return Math.exp(logProbs[id] / temperature - top); });
     var total = weights.reduce(function (s, w) { return s + w; }, 0);
-    var sum = 0;
-    for (var i = 0; i < ids.length; i++) {
-      sum += weights[i] / total;
-      if (u < sum) return ids[i];
+    if (p > 0 && p < 1) {
+      var sum = 0;
+      for (var i = 0; i < ids.length; i++) {
+        sum += weights[i] / total;
+        if (sum >= p) break;
+      }
+      ids = ids.slice(0, i + 1);
+      weights = weights.slice(0, i + 1);
+      total = weights.reduce(function (s, w) { return s + w; }, 0);
     }
-    return ids[ids.length - 1];
+    return {ids: ids, weights: weights, total: total, tempered: tempered};
+  }
+
+  // One draw from the steered distribution: the id whose cumulative probability first passes
+  // `u`. Temperature 0 is the argmax: greedy decoding.
+  function sampleId(logProbs, temperature, k, u, p) {
+    if (!(temperature > 0)) return argmax(logProbs);
+    var s = steered(logProbs, temperature, k, p === undefined ? 1 : p);
+    var sum = 0;
+    for (var i = 0; i < s.ids.length; i++) {
+      sum += s.weights[i] / s.total;
+      if (u < sum) return s.ids[i];
+    }
+    return s.ids[s.ids.length - 1];
   }
 
   // Sampling to the end from a fresh start: one draw of the generator per step.
-  async function sample(model, text, temperature, k, seed) {
+  async function sample(model, text, temperature, k, seed, p) {
     var state = await begin(model, text);
     var random = mulberry32(seed);
     state.sampled = true;
     await run(state);
     while (!finished(state)) {
-      var next = sampleId(state.last.logProbs, temperature, k, random());
+      var next = sampleId(state.last.logProbs, temperature, k, random(), p);
       if (next !== argmax(state.last.logProbs)) state.forced += 1;
       state.ys.push(next);
       if (!finished(state)) await run(state);
@@ -693,6 +731,85 @@
     };
   }
 
+  // ------------------------------------------------------------------------------------------ //
+  // What a switch moved: numbers before and after, from the live model                         //
+  // ------------------------------------------------------------------------------------------ //
+
+  // The trained greedy output `ys` fed in under switch `sw`: the product of its pieces'
+  // probabilities, the first step where the switched model would write another piece (null
+  // when it writes the same output), and the closest call, the step where the written piece
+  // leads the runner-up least.
+  function forcedRun(live, srcIds, ys, sw) {
+    var memory = live.encode(srcIds, sw);
+    var logP = 0, first = null, closest = null;
+    for (var t = 1; t < ys.length; t++) {
+      var lp = live.decode(memory, ys.slice(0, t), sw).logProbs;
+      logP += lp[ys[t]];
+      var two = topK(lp, 2);
+      var other = two[0].id === ys[t] ? two[1] : two[0];
+      var prob = Math.exp(lp[ys[t]]);
+      if (first === null && two[0].id !== ys[t]) {
+        first = {t: t, id: ys[t], prob: prob, other: other.id, otherProb: other.prob};
+      }
+      if (!closest || prob - other.prob < closest.gap) {
+        closest = {t: t, id: ys[t], prob: prob, other: other.id, otherProb: other.prob,
+                   gap: prob - other.prob};
+      }
+    }
+    return {memory: memory, prob: Math.exp(logP), first: first, closest: closest};
+  }
+
+  // One map (kind, layer counted from 0) with the trained output fed in: a row's largest
+  // weight, averaged over the heads and the rows, and each row's brightest column.
+  function mapPeak(live, ys, run, sw, kind, layer) {
+    var grids = kind === "encoder-self" ? run.memory.weights[layer] :
+      live.decode(run.memory, ys.slice(0, -1), sw)[kind === "cross" ? "cross" : "self"]
+        .weights[layer];
+    var sum = 0, brightest = [];
+    grids.forEach(function (grid) {
+      grid.forEach(function (row) {
+        sum += Math.max.apply(null, row);
+        brightest.push(argmax(row));
+      });
+    });
+    return {peak: sum / brightest.length, brightest: brightest};
+  }
+
+  // Every head of every attention, silenced in turn: the one whose silencing lowers the
+  // probability of the trained output most (the first of equals, in the order of KINDS, then
+  // layers, then heads).
+  function mostImportantHead(live, srcIds, ys) {
+    var best = null;
+    ["encoder-self", "decoder-self", "cross"].forEach(function (kind) {
+      for (var layer = 0; layer < live.config.N; layer++) {
+        for (var head = 0; head < live.config.h; head++) {
+          var sw = {name: "silence-head", kind: kind, layer: layer, head: head};
+          var prob = forcedRun(live, srcIds, ys, sw).prob;
+          if (!best || prob < best.prob) {
+            best = {kind: kind, layer: layer, head: head, prob: prob};
+          }
+        }
+      }
+    });
+    return best;
+  }
+
+  // Before and after `sw`, for the text's trained greedy output: its probability, the map on
+  // show's peaks, and where the outputs part.
+  function breakEffect(live, text, sw, kind, layer) {
+    var trained = live.greedy(text, "none");
+    var before = forcedRun(live, trained.srcIds, trained.ys, "none");
+    var after = forcedRun(live, trained.srcIds, trained.ys, sw);
+    var effect = {sw: sw, ys: trained.ys, text: trained.text, before: before, after: after,
+                  kind: kind, layer: layer,
+                  peakBefore: mapPeak(live, trained.ys, before, "none", kind, layer),
+                  peakAfter: mapPeak(live, trained.ys, after, sw, kind, layer)};
+    if (sw.name === "silence-head") {
+      effect.best = mostImportantHead(live, trained.srcIds, trained.ys);
+    }
+    return effect;
+  }
+
   async function translate(model, text, stale) {
     var state = await begin(model, text);
     state = await finish(state, stale);
@@ -762,7 +879,8 @@
 
   var NARROW_CELL = 28;
   var WIDE_CELL = 40;  // where the box has room: each cell prints its weight
-  var WIDE_BOX = 640;
+  var MAP_HEIGHT = 480;  // a longer output shrinks the cells, so the map stays in view
+  var SMALL_CELL = 12;  // the lowest row, with tick labels of 11 px
   var CHAR = 7.6;  // width of a character of 12.5 px monospace text, with some room
   var GAP = 6;
 
@@ -789,10 +907,15 @@
     };
     var left = Math.ceil(longest(rowTokens) * CHAR) + 2 * GAP;
     var top = Math.ceil(longest(colTokens) * CHAR) + 2 * GAP;
-    var CELL = box.clientWidth >= WIDE_BOX ? WIDE_CELL : NARROW_CELL;
-    var printed = CELL === WIDE_CELL;
+    // wide cells that print their weight where the box has room for them, narrower ones
+    // otherwise; a long output makes the rows lower, so that the whole map fits MAP_HEIGHT
+    var wide = left + colTokens.length * WIDE_CELL + GAP <= box.clientWidth;
+    var CELL = wide ? WIDE_CELL : NARROW_CELL;
+    var ROW = Math.max(SMALL_CELL, Math.min(CELL, Math.floor(MAP_HEIGHT / rowTokens.length)));
+    var printed = CELL === WIDE_CELL && ROW === CELL;
+    var tickSize = Math.max(11, Math.min(12.5, ROW - 1));
     var width = left + colTokens.length * CELL + GAP;
-    var height = top + rowTokens.length * CELL + GAP;
+    var height = top + rowTokens.length * ROW + GAP;
     var root = svg("svg", {width: width, height: height, viewBox: "0 0 " + width + " " + height,
                            role: "img", "class": "translator-heatmap__svg"});
     box.dataset.rows = rowTokens.length;
@@ -807,13 +930,13 @@
       label.textContent = token;
     });
     rowTokens.forEach(function (token, i) {
-      var y = top + i * CELL + CELL / 2;
+      var y = top + i * ROW + ROW / 2;
       var label = svg("text", {"class": "translator-tick translator-tick--y", x: left - GAP,
-                               y: y + 4}, root);
+                               y: y + 4, style: "font-size:" + tickSize + "px"}, root);
       label.textContent = token;
       grid[i].forEach(function (weight, j) {
         var cell = svg("rect", {"class": "translator-cell", x: left + j * CELL,
-                                y: top + i * CELL, width: CELL, height: CELL,
+                                y: top + i * ROW, width: CELL, height: ROW,
                                 "fill-opacity": weight.toFixed(4), "data-row": i,
                                 "data-col": j, "data-weight": weight.toFixed(6)}, root);
         if (scores) cell.dataset.score = scores[i][j].toFixed(6);
@@ -825,14 +948,14 @@
         if (printed) {
           var value = svg("text", {"class": "translator-value" +
                                    (weight > 0.5 ? " translator-value--on-dark" : ""),
-                                   x: left + j * CELL + CELL / 2, y: top + i * CELL + CELL / 2 + 4},
+                                   x: left + j * CELL + CELL / 2, y: top + i * ROW + ROW / 2 + 4},
                           root);
           value.textContent = weight.toFixed(2).replace(/^0/, "");
         }
       });
     });
     svg("rect", {"class": "translator-frame", x: left, y: top, width: colTokens.length * CELL,
-                 height: rowTokens.length * CELL}, root);
+                 height: rowTokens.length * ROW}, root);
     box.replaceChildren(root);
   }
 
@@ -857,6 +980,90 @@
     });
     var rows = perColumn.reduce(function (m, c) { return Math.max(m, c.length); }, 0);
     var width = perColumn.length * BEAM_COL + 8, height = rows * BEAM_ROW + 8;
+    var room = tree.parentNode ? tree.parentNode.clientWidth : width;
+    tree.dataset.layout = width <= room ? "columns" : "outline";
+    if (width > room) drawBeamOutline(tree, result, tokenizer, room);
+    else drawBeamColumns(tree, result, tokenizer, width, height, BEAM_BOX, BEAM_COL);
+    tree.dataset.best = result.ranked[0].text;
+    tree.dataset.bestScore = result.ranked[0].score.toFixed(6);
+    tree.dataset.hypotheses = result.all.map(function (h) {
+      return h.text + " " + h.score.toFixed(6);
+    }).join("\n");
+    tree.setAttribute("aria-label", "Beam search tree: " + result.all.length +
+                      " finished hypotheses; the best is " + result.ranked[0].text + ", score " +
+                      result.ranked[0].score.toFixed(3) + ".");
+  }
+
+  function beamScoreText(node) {
+    return node.t === 0 ? "start" : node.finished ? "score " + node.score.toFixed(3) :
+      "log P " + node.logProb.toFixed(3);
+  }
+
+  // One box: the node's piece and its score, framed, with the data the tests read.
+  function beamBox(tree, node, i, best, x, y, w, oneLine, tokenizer) {
+    var g = svg("g", {"class": "beam-node" + (node.finished ? " beam-node--finished" : "") +
+                      (i === best.node ? " beam-node--best" : ""),
+                      "data-node": i, "data-step": node.t}, tree);
+    svg("rect", {x: x, y: y, width: w, height: oneLine ? 20 : 32, rx: 4}, g);
+    var token = tokenizer.tokens([node.token])[0];
+    var label = svg("text", {x: x + 5, y: y + 14 - (oneLine ? 0 : 1), "class": "beam-token"}, g);
+    label.textContent = token;
+    var value = svg("text", {x: oneLine ? x + 13 + Array.from(token).length * BEAM_CHAR : x + 5,
+                             y: oneLine ? y + 14 : y + 27, "class": "beam-score"}, g);
+    value.textContent = beamScoreText(node);
+    if (node.finished) {
+      g.dataset.score = node.score.toFixed(6);
+      g.dataset.logProb = node.logProb.toFixed(6);
+    }
+  }
+
+  // Where the columns do not fit: one line per kept prefix, each under the prefix it grew from
+  // and indented by its step, as a file tree; the indent shrinks until the deepest line fits.
+  function drawBeamOutline(tree, result, tokenizer, room) {
+    var nodes = result.nodes, best = result.ranked[0];
+    var children = nodes.map(function () { return []; });
+    nodes.forEach(function (node, i) { if (node.parent >= 0) children[node.parent].push(i); });
+    var order = [];
+    var visit = function (i) { order.push(i); children[i].forEach(visit); };
+    visit(0);
+    var chars = function (i) {
+      return Array.from(tokenizer.tokens([nodes[i].token])[0]).length + 1 +
+        beamScoreText(nodes[i]).length;
+    };
+    var deepest = 0, widest = 0;
+    nodes.forEach(function (node, i) {
+      deepest = Math.max(deepest, node.t);
+      widest = Math.max(widest, Math.ceil(chars(i) * BEAM_CHAR) + 16);
+    });
+    // a deep tree (an untrained model's) gets a smaller indent, down to none, to fit the room
+    var indent = Math.max(0, Math.min(18, Math.floor((room - widest - 8) / Math.max(1, deepest))));
+    var ROW = 24;
+    var at = {};
+    order.forEach(function (i, r) { at[i] = {x: 4 + nodes[i].t * indent, y: 4 + r * ROW}; });
+    var width = 0;
+    order.forEach(function (i) { width = Math.max(width, at[i].x + Math.ceil(chars(i) * BEAM_CHAR) + 20); });
+    var height = order.length * ROW + 8;
+    tree.setAttribute("width", width);
+    tree.setAttribute("height", height);
+    tree.setAttribute("viewBox", "0 0 " + width + " " + height);
+    tree.replaceChildren();
+    var onPath = new Set();
+    for (var n = best.node; n >= 0; n = nodes[n].parent) onPath.add(n);
+    order.forEach(function (i) {
+      var parent = nodes[i].parent;
+      if (parent < 0) return;
+      var a = at[parent], b = at[i];
+      svg("path", {"class": "beam-edge" + (onPath.has(i) ? " beam-edge--best" : ""),
+                   d: "M" + (a.x + 4) + "," + (a.y + 20) + " V" + (b.y + 10) + " H" + b.x}, tree);
+    });
+    order.forEach(function (i) {
+      beamBox(tree, nodes[i], i, best, at[i].x, at[i].y,
+              Math.ceil(chars(i) * BEAM_CHAR) + 16, true, tokenizer);
+    });
+  }
+
+  function drawBeamColumns(tree, result, tokenizer, width, height, BEAM_BOX, BEAM_COL) {
+    var nodes = result.nodes;
     tree.setAttribute("width", width);
     tree.setAttribute("height", height);
     tree.setAttribute("viewBox", "0 0 " + width + " " + height);
@@ -877,28 +1084,8 @@
     });
     nodes.forEach(function (node, i) {
       var p = place(i);
-      var g = svg("g", {"class": "beam-node" + (node.finished ? " beam-node--finished" : "") +
-                        (i === best.node ? " beam-node--best" : ""),
-                        "data-node": i, "data-step": node.t}, tree);
-      svg("rect", {x: p.x, y: p.y, width: BEAM_BOX, height: 32, rx: 4}, g);
-      var label = svg("text", {x: p.x + 5, y: p.y + 13, "class": "beam-token"}, g);
-      label.textContent = tokenizer.tokens([node.token])[0];
-      var value = svg("text", {x: p.x + 5, y: p.y + 27, "class": "beam-score"}, g);
-      value.textContent = node.t === 0 ? "start" : node.finished ?
-        "score " + node.score.toFixed(3) : "log P " + node.logProb.toFixed(3);
-      if (node.finished) {
-        g.dataset.score = node.score.toFixed(6);
-        g.dataset.logProb = node.logProb.toFixed(6);
-      }
+      beamBox(tree, node, i, best, p.x, p.y, BEAM_BOX, false, tokenizer);
     });
-    tree.dataset.best = best.text;
-    tree.dataset.bestScore = best.score.toFixed(6);
-    tree.dataset.hypotheses = result.all.map(function (h) {
-      return h.text + " " + h.score.toFixed(6);
-    }).join("\n");
-    tree.setAttribute("aria-label", "Beam search tree: " + result.all.length +
-                      " finished hypotheses; the best is " + best.text + ", score " +
-                      best.score.toFixed(3) + ".");
   }
 
   function option(select, value, text) {
@@ -942,10 +1129,15 @@
       stats: q("#explorer-checkpoint-stats"),
       temperature: q("#explorer-temperature", "input", "0"),
       temperatureValue: q("#explorer-temperature-value"),
-      sampleK: q("#explorer-sample-k", "select", "0"), seed: q("#explorer-seed", "input", "1"),
+      topK: q("#explorer-top-k", "select", "0"), topP: q("#explorer-top-p", "input", "1"),
+      topPValue: q("#explorer-top-p-value"), cutNote: q("#explorer-cut-note"),
+      seed: q("#explorer-seed", "input", "1"),
       sample: q("#explorer-sample", "button"),
-      beam: root.querySelector("#explorer-beam-tree"),
+      // under the widget, so that the widget stays short while the tree grows
+      beam: root.querySelector("#explorer-beam-tree") || (root.querySelector("#explorer-cell") ?
+        document.getElementById("explorer-beam-tree") : null),
       brk: q("#explorer-break", "select", "none"),
+      effect: q("#explorer-break-effect"), pathNote: q("#explorer-path-note"),
     };
     var lives = {};  // lang -> the loaded live model, for the scores of the ONNX models' maps
     var liveApi = function () {
@@ -968,13 +1160,134 @@
         drawMap();
       }, function () {});
     };
-    // The switch chosen in #explorer-break; silence-head silences the map's head on show.
+    // The switch chosen in #explorer-break; silence-head silences the map's head on show, and
+    // with the average of the heads on show, the head that matters most (`pick`: the page
+    // measures which, for the sentence, once the live model is loaded).
     var chosenSwitch = function () {
       var name = el.brk.value || "none";
       if (name !== "silence-head") return {name: name};
-      if (el.head.value === "average") el.head.value = "1";
       return {name: name, kind: el.kind.value, layer: Math.max(0, Number(el.layer.value) - 1),
-              head: Math.max(0, Number(el.head.value) - 1)};
+              head: el.head.value === "average" ? 0 : Math.max(0, Number(el.head.value) - 1),
+              pick: el.head.value === "average"};
+    };
+    var showHead = function (head) {
+      el.kind.value = head.kind;
+      el.layer.value = String(head.layer + 1);
+      el.head.value = String(head.head + 1);
+    };
+    var KIND_NAMES = {"cross": "cross-attention", "decoder-self": "decoder self-attention",
+                      "encoder-self": "encoder self-attention"};
+    var headName = function (h) {
+      return "head " + (h.head + 1) + " of layer " + (h.layer + 1) + "\u2019s " +
+        KIND_NAMES[h.kind];
+    };
+    var fmt = function (x) { return x >= 0.001 || x === 0 ? x.toFixed(3) : x.toExponential(1); };
+    var pct = function (x) { return (100 * x).toFixed(x < 0.01 ? 2 : 1) + "\u00a0%"; };
+    // #explorer-break-effect: what the switch on show moved, before and after, in numbers, and
+    // why the output changes or does not.
+    var showEffect = function (text) {
+      var box = el.effect;
+      var sw = current && current.model.switch;
+      var live = lives[lang()];
+      if (!sw || sw.name === "none" || !live || !box.isConnected) {
+        box.hidden = true;
+        box.replaceChildren();
+        box.dataset.state = "none";
+        return;
+      }
+      var kind = el.kind.value, layer = Math.max(0, Number(el.layer.value) - 1);
+      var e = breakEffect(live, text, sw, kind, layer);
+      var tok = live.tokenizer;
+      var piece = function (id) { return tok.tokens([id])[0]; };
+      var b = e.before, a = e.after;
+      box.dataset.switch = sw.name;
+      box.dataset.probBefore = b.prob.toExponential(6);
+      box.dataset.probAfter = a.prob.toExponential(6);
+      box.dataset.peakBefore = e.peakBefore.peak.toFixed(6);
+      box.dataset.peakAfter = e.peakAfter.peak.toFixed(6);
+      box.dataset.kind = kind;
+      box.dataset.layer = String(layer + 1);
+      box.dataset.changed = a.first ? "true" : "false";
+      var parts = [];
+      var em = function (t) {
+        var n = document.createElement("em");
+        n.textContent = t;
+        return n;
+      };
+      var line = function () {
+        var p = document.createElement("p");
+        p.append.apply(p, arguments);
+        return p;
+      };
+      if (sw.name === "silence-head") {
+        box.dataset.head = [sw.kind, sw.layer + 1, sw.head + 1].join(" ");
+        box.dataset.best = [e.best.kind, e.best.layer + 1, e.best.head + 1].join(" ");
+        parts.push(line("Silenced: " + headName(sw) + "."));
+      }
+      var moved = line("What it moved, with the trained translation ", em(e.text),
+        " fed in: its probability, the product of its pieces\u2019 probabilities, " +
+        (a.prob < b.prob ? "falls" : "rises") + " from ");
+      var num = function (x, name) {
+        var n = document.createElement("strong");
+        n.className = "explorer__effect-number";
+        n.dataset.value = name;
+        n.textContent = fmt(x);
+        return n;
+      };
+      moved.append(num(b.prob, "before"), " to ", num(a.prob, "after"), ".");
+      parts.push(moved);
+      if (sw.name === "no-scale") {
+        var moves = e.peakBefore.brightest.filter(function (c, i) {
+          return c !== e.peakAfter.brightest[i];
+        }).length;
+        box.dataset.rowsMoved = String(moves);
+        parts.push(line("In the map on show (layer " + (layer + 1) + ", " + KIND_NAMES[kind] +
+          "), a row\u2019s largest weight, averaged over the heads and rows, goes from " +
+          e.peakBefore.peak.toFixed(3) + " to " + e.peakAfter.peak.toFixed(3) +
+          "; the brightest cell moves in " + moves + " of " + e.peakBefore.brightest.length +
+          " rows."));
+      }
+      if (a.first) {
+        parts.push(line("The output changes at piece " + a.first.t + ": the broken model puts " +
+          pct(a.first.otherProb) + " on ", em(piece(a.first.other)), " and " +
+          pct(a.first.prob) + " on ", em(piece(a.first.id)), ", the trained model\u2019s piece."));
+      } else {
+        var c = a.closest;
+        var why = line("The output stays the same: every piece of it is still the most " +
+          "probable one. The closest call, ", em(piece(c.id)), ", still leads ",
+          em(piece(c.other)), " by " + pct(c.prob) + " to " + pct(c.otherProb) + ".");
+        if (sw.name === "no-scale") {
+          why.append(" Without the division every score is \u221ad_k = " +
+            Math.sqrt(live.config.d_model / live.config.h) + " times larger: each softmax " +
+            "sharpens, yet at every step the same piece stays on top.");
+        }
+        parts.push(why);
+      }
+      if (sw.name === "silence-head") {
+        var same = e.best.kind === sw.kind && e.best.layer === sw.layer &&
+          e.best.head === sw.head;
+        if (same) {
+          parts.push(line("Of all " + 3 * live.config.N * live.config.h + " heads, this is " +
+            "the one whose silencing moves that probability most, for this sentence."));
+        } else {
+          var go = document.createElement("button");
+          go.type = "button";
+          go.className = "md-button";
+          go.id = "explorer-best-head";
+          go.textContent = "Silence " + headName(e.best);
+          go.addEventListener("click", function () {
+            showHead(e.best);
+            translateNow();
+          });
+          parts.push(line("The head that matters most for this sentence, of all " +
+            3 * live.config.N * live.config.h + ", is " + headName(e.best) +
+            ": silenced, it takes that probability to " + fmt(e.best.prob) + ". ", go));
+        }
+      }
+      box.replaceChildren.apply(box, parts);
+      box.hidden = false;
+      box.dataset.state = "done";
+      box.dataset.text = text;
     };
     // Every map's scores before the softmax, cut to the rows on show: the live model computes
     // them with the maps; for the ONNX graphs of a final model, the live model computes them
@@ -1008,6 +1321,7 @@
     var latest = 0;
     var timer = null;
     var current = null;  // the state on show
+    var afterTranslation = null;  // what an experiment does once its sentence is translated
     var stale = function (request) {
       return function () { return request !== latest || !input.isConnected; };
     };
@@ -1032,6 +1346,9 @@
       el.seen.hidden = true;
       el.readAs.hidden = true;
       showVerdict(null);
+      el.effect.hidden = true;
+      el.effect.replaceChildren();
+      el.effect.dataset.state = "none";
       root.dataset.ys = "";
     };
     var lang = function () { return el.language.value || "de"; };
@@ -1177,30 +1494,66 @@
       el.hint.textContent = v.done ?
         "Decoding has finished. Start over to write the output one token at a time." :
         "The five most probable next tokens, after the tokens written so far:";
+      drawCandidates(v);
+      drawMap();
+    };
+
+    // The five most probable next tokens, with their probabilities at the temperature on the
+    // slider; those that top-k or top-p cut are greyed out, and the note under the list says
+    // what Sample draws from. Redrawn as a steering control moves, without running the model.
+    var drawCandidates = function (v) {
+      var steer = steering();
+      var last = current.last;
+      var cut = !v.done && last ? steered(last.logProbs, steer.temperature, steer.k, steer.p) :
+        null;
+      var kept = cut ? new Set(cut.ids) : new Set();
+      el.topk.dataset.temperature = String(steer.temperature);
+      el.topk.dataset.topK = String(steer.k);
+      el.topk.dataset.topP = String(steer.p);
       el.topk.replaceChildren.apply(el.topk, v.candidates.map(function (c, rank) {
         var item = document.createElement("li");
         var token = current.model.tokenizer.tokens([c.id])[0];
+        var prob = cut.tempered(c.id);
+        var isCut = !kept.has(c.id);
         item.dataset.token = token;
         item.dataset.id = c.id;
-        item.dataset.prob = c.prob.toFixed(6);
+        item.dataset.prob = prob.toFixed(6);
+        item.dataset.trained = c.prob.toFixed(6);  // at temperature 1
+        item.dataset.cut = isCut ? "1" : "0";
+        item.classList.toggle("is-cut", isCut);
         var button = document.createElement("button");
         button.type = "button";
         button.className = "explorer__candidate";
         var bar = document.createElement("span");
         bar.className = "explorer__bar";
-        bar.style.width = (100 * c.prob).toFixed(1) + "%";
+        bar.style.width = (100 * prob).toFixed(1) + "%";
         var label = document.createElement("code");
         label.textContent = token;
-        var prob = document.createElement("span");
-        prob.className = "explorer__prob";
-        prob.textContent = (100 * c.prob).toFixed(1) + " %";
-        button.append(bar, label, prob);
-        button.title = rank === 0 ? "the greedy choice" : "write this token instead";
+        var shown = document.createElement("span");
+        shown.className = "explorer__prob";
+        shown.textContent = (isCut ? "cut, " : "") + (100 * prob).toFixed(1) + " %";
+        button.append(bar, label, shown);
+        button.title = (rank === 0 ? "the greedy choice" : "write this token instead") +
+          (isCut ? "; Sample never draws it at these settings" : "");
         button.addEventListener("click", function () { act(c.id); });
         item.appendChild(button);
         return item;
       }));
-      drawMap();
+      var note = el.cutNote;
+      if (!cut) {
+        note.textContent = "";
+        note.dataset.kept = "0";
+        return;
+      }
+      var mass = cut.ids.reduce(function (s, id) { return s + cut.tempered(id); }, 0);
+      note.dataset.kept = String(cut.ids.length);
+      note.dataset.mass = mass.toFixed(6);
+      note.textContent = (steer.temperature > 0 ? "At temperature " +
+        steer.temperature.toFixed(1) + ", " : "At temperature 0, greedy: ") +
+        (cut.ids.length === 1 ? "Sample can only write the top piece" :
+         "Sample draws from the " + cut.ids.length + " pieces kept") +
+        (cut.ids.length < current.last.logProbs.length ? ", " + (100 * mass).toFixed(1) +
+         " % of the probability, scaled up to 100 %." : ", the whole vocabulary.");
     };
 
     var describe = function (v, ms) {
@@ -1231,9 +1584,9 @@
         } else if (id === "sample") {
           var steer = steering();
           var sampled = await sample(state.model, state.text, steer.temperature, steer.k,
-                                     steer.seed);
+                                     steer.seed, steer.p);
           current = sampled;
-          root.dataset.sample = [steer.temperature, steer.k, steer.seed].join(" ");
+          root.dataset.sample = [steer.temperature, steer.k, steer.seed, steer.p].join(" ");
         } else if (!finished(state)) {
           await step(state, id);
         }
@@ -1256,8 +1609,16 @@
       var sw = chosenSwitch();
       root.dataset.switch = sw.name;
       say("loading", "Loading the model\u2026");
+      el.effect.dataset.state = sw.name === "none" ? "none" : "busy";
       var loading = sw.name === "none" ? loadModel(lang(), key) :
-        loadLive(lang()).then(function (live) { return liveApi().adapter(live, sw); });
+        loadLive(lang()).then(function (live) {
+          if (sw.pick && !problem(live, text)) {
+            var trained = live.greedy(text, "none");
+            showHead(mostImportantHead(live, trained.srcIds, trained.ys));
+            sw = chosenSwitch();
+          }
+          return liveApi().adapter(live, sw);
+        });
       loading.then(function (model) {
         if (stale(request)()) return;
         root.__manifest = model.manifest;
@@ -1276,6 +1637,7 @@
           var ms = performance.now() - start;
           if (!result || stale(request)()) return;
           current = result.state;
+          el.cell.textContent = "";  // a pointed cell belongs to the sentence before
           show(request);
           el.readAs.hidden = text === typed;
           el.readAs.textContent = text === typed ? "" : "Read as \u201c" + text + "\u201d.";
@@ -1286,8 +1648,20 @@
           root.dataset.step = model.step;
           root.dataset.ms = ms.toFixed(1);
           say("done", describe(view(current), ms));
-          if (playing) playTimer = setTimeout(playNext, PLAY_MS);
-          drawBeam(model, text, request);
+          showEffect(text);
+          if (afterTranslation) {
+            var then = afterTranslation;
+            afterTranslation = null;
+            then();
+          }
+          if (playing) {
+            // Play shows the maps; the beam tree waits for the last checkpoint (a beam search
+            // of an untrained model runs to the longest output, and would hold Play up)
+            playTimer = setTimeout(playNext, PLAY_MS);
+            if (el.beam) el.beam.dataset.state = "waiting";
+          } else {
+            drawBeam(model, text, request);
+          }
         }).catch(function (error) {
           if (stale(request)()) return;
           clear();
@@ -1323,8 +1697,9 @@
 
     var steering = function () {
       var seed = Math.floor(Number(el.seed.value));
-      return {temperature: Number(el.temperature.value), k: Number(el.sampleK.value),
-              seed: Number.isFinite(seed) && seed >= 0 ? seed : 0};
+      var p = Number(el.topP.value);
+      return {temperature: Number(el.temperature.value), k: Number(el.topK.value),
+              p: p > 0 && p <= 1 ? p : 1, seed: Number.isFinite(seed) && seed >= 0 ? seed : 0};
     };
 
     // The beam tree of the text just translated, drawn once the greedy translation is on show.
@@ -1400,7 +1775,11 @@
     };
     var playNext = function () {
       var i = Number(el.checkpoint.value) + 1;
-      if (i > Number(el.checkpoint.max)) return setPlaying(false);
+      if (i > Number(el.checkpoint.max)) {
+        setPlaying(false);
+        if (current) drawBeam(current.model, current.text, latest);
+        return;
+      }
       moveTo(i);
     };
 
@@ -1420,17 +1799,24 @@
     });
     el.step.addEventListener("click", function () { act(undefined); });
     el.sample.addEventListener("click", function () { act("sample"); });
-    var showTemperature = function () {
+    // the bars and the top-5 list follow the steering controls as they move
+    var showSteering = function () {
       el.temperatureValue.textContent = Number(el.temperature.value).toFixed(1);
+      el.topPValue.textContent = Number(el.topP.value).toFixed(2);
+      if (current) drawCandidates(view(current));
     };
-    showTemperature();
-    el.temperature.addEventListener("input", showTemperature);
+    showSteering();
+    [el.temperature, el.topP, el.topK].forEach(function (control) {
+      control.addEventListener("input", showSteering);
+      control.addEventListener("change", showSteering);
+    });
     el.restart.addEventListener("click", function () { act(null); });
     el.finish.addEventListener("click", function () { act("finish"); });
     // with a head silenced, another map chosen is another head to silence: translate again
     var mapChanged = function () {
-      if (el.brk.value === "silence-head") translateNow();
-      else drawMap();
+      if (el.brk.value === "silence-head") return translateNow();
+      drawMap();
+      if (el.brk.value === "no-scale" && current) showEffect(current.text);
     };
     [el.kind, el.layer, el.head].forEach(function (select) {
       select.addEventListener("change", mapChanged);
@@ -1445,7 +1831,11 @@
       translateNow();
     });
     el.play.addEventListener("click", function () {
-      if (playing) return setPlaying(false);
+      if (playing) {  // paused: the beam tree of the checkpoint on show
+        setPlaying(false);
+        if (current) drawBeam(current.model, current.text, latest);
+        return;
+      }
       setPlaying(true);
       var last = Number(el.checkpoint.max);
       moveTo(root.dataset.replay !== "on" || Number(el.checkpoint.value) >= last ? 0 :
@@ -1469,6 +1859,125 @@
       scoresFor(lang());
       setCheckpointLabel();
       translateNow();
+    });
+
+    // A Figure-1 block's intermediate values for the current token, from the live model's
+    // trace (explorer_extras.js draws them when a block is pointed at or tapped): `part`
+    // "encoder" or "decoder", `layer` from 1, `block` "self", "cross" or "ff". The current
+    // token is the decoder row of the map's pointed cell, or else the last row (the one that
+    // predicts the next piece); on the encoder side, the English piece of the pointed cell, or
+    // else the first. Attention blocks give Q of that token and K and V of the same piece (for
+    // cross-attention, of the English piece its query weighs most), for the head on show (head
+    // 1 for the average); every block gives its residual x + sublayer(x) and the LayerNorm of
+    // it, and the feed-forward block its output before the residual. Null where there is
+    // nothing to trace: no translation, the live model not loaded, or a replayed checkpoint.
+    root.__blockValues = function (part, layer, block) {
+      var live = current && lives[current.model.lang];
+      if (!live || current.model.step !== "final" || !current.last) return null;
+      var v = view(current);
+      var ys = current.ys.slice(0, v.rows);
+      var sw = current.model.switch || {name: "none"};
+      var trace = live.trace(current.srcIds, ys, sw);
+      var tok = live.tokenizer;
+      var pointed = el.cell.dataset.row !== undefined && el.cell.textContent !== "";
+      var kind = el.heatmap.dataset.kind;
+      var row = pointed && kind !== "encoder-self" ? Number(el.cell.dataset.row) : v.rows - 1;
+      var col = !pointed ? 0 : kind === "cross" ? Number(el.cell.dataset.col) :
+        kind === "encoder-self" ? Number(el.cell.dataset.row) : 0;
+      var encoder = part === "encoder";
+      var pos = encoder ? Math.min(col, current.srcIds.length - 1) :
+        Math.max(0, Math.min(row, v.rows - 1));
+      var side = encoder ? trace.source : trace.target;
+      var values = side.layers[layer - 1][block];
+      var head = el.head.value === "average" ? 0 : Number(el.head.value) - 1;
+      var name = function (ids, i) { return tok.tokens([ids[i]])[0]; };
+      var token = name(side.ids, pos);
+      var rows = [];
+      if (block !== "ff") {
+        var keyIds = block === "cross" ? trace.source.ids : side.ids;
+        var keyPos = pos;
+        if (block === "cross") {
+          var w = values.weights[head][pos];
+          keyPos = w.indexOf(Math.max.apply(null, w));
+        }
+        var keyName = name(keyIds, keyPos);
+        rows.push({name: "q", label: "Q, head " + (head + 1) + ", of " + token,
+                   values: values.q[head][pos]});
+        rows.push({name: "k", label: "K, head " + (head + 1) + ", of " + keyName,
+                   values: values.k[head][keyPos], pos: keyPos});
+        rows.push({name: "v", label: "V, head " + (head + 1) + ", of " + keyName,
+                   values: values.v[head][keyPos], pos: keyPos});
+      } else {
+        rows.push({name: "out", label: "feed-forward output of " + token,
+                   values: values.out[pos]});
+      }
+      rows.push({name: "residual", label: "residual stream x + sublayer(x) of " + token,
+                 values: values.residual[pos]});
+      rows.push({name: "norm", label: "LayerNorm output of " + token, values: values.norm[pos]});
+      return {part: part, layer: layer, block: block, pos: pos, token: token, head: head + 1,
+              srcIds: current.srcIds.slice(), ys: ys, switch: sw.name, rows: rows,
+              headIsAverage: el.head.value === "average"};
+    };
+
+    // The suggested experiments, in order: one click sets the page up for each, on the
+    // crossing sentence, and the note under them says what to look at.
+    var EXPERIMENTS = {
+      "crossing": "Cross-attention, layer 2, head 1: the row of ein, the units, is darkest " +
+        "under \u201cone\u201d, ahead of \u201cforty-\u201d. German writes the units first, " +
+        "and the decoder reads ahead to find them.",
+      "temperature": "Temperature 2 at the first step: the bars of the five candidates " +
+        "flatten. Drag the temperature toward 0 and they sharpen; top-k and top-p grey out " +
+        "what Sample may not draw.",
+      "no-scale": "The scores are no longer divided by \u221ad_k. Above the map: how much " +
+        "the weights sharpen, how the output\u2019s probability moves, and why the output " +
+        "changes or stays.",
+      "silence-head": "One head zeroed: of every head of the model, the page silences the " +
+        "one whose loss lowers this translation\u2019s probability most, and says by how much.",
+      "replay": "Training, replayed from the untrained model: watch the map sharpen and the " +
+        "output come right, checkpoint by checkpoint.",
+    };
+    var experiment = function (name) {
+      setPlaying(false);
+      el.language.value = "de";
+      root.dataset.language = "de";
+      root.dataset.replay = "off";
+      el.brk.value = "none";
+      el.temperature.value = "1";
+      el.topK.value = "5";
+      el.topP.value = "1";
+      input.value = "four hundred and forty-one";
+      if (el.layer.options.length) {
+        el.kind.value = "cross";
+        el.layer.value = String(el.layer.options.length);
+        el.head.value = "1";
+      }
+      if (name === "temperature") {
+        el.temperature.value = "2";
+        el.topK.value = "0";
+        afterTranslation = function () { act(null); };
+      } else if (name === "no-scale") {
+        el.brk.value = "no-scale";
+      } else if (name === "silence-head") {
+        el.brk.value = "silence-head";
+        el.head.value = "average";  // the page picks the head that matters most
+      }
+      showSteering();
+      setCheckpointLabel();
+      root.dataset.experiment = name;
+      el.pathNote.textContent = EXPERIMENTS[name];
+      root.querySelectorAll("[data-experiment]").forEach(function (button) {
+        button.setAttribute("aria-pressed", String(button.dataset.experiment === name));
+      });
+      if (name === "replay") {
+        setPlaying(true);
+        moveTo(0);
+      } else {
+        translateNow();
+      }
+    };
+    root.querySelectorAll("[data-experiment]").forEach(function (button) {
+      button.setAttribute("aria-pressed", "false");
+      button.addEventListener("click", function () { experiment(button.dataset.experiment); });
     });
 
     var started = performance.now();
@@ -1509,7 +2018,8 @@
     BpeTokenizer: BpeTokenizer, loadModel: loadModel, clean: clean, canonical: canonical,
     parseNumber: parseNumber, numberWords: numberWords, translate: translate, begin: begin,
     run: run, step: step, view: view, topK: topK, germanWords: germanWords,
-    mulberry32: mulberry32, sampleId: sampleId, sample: sample, beamSearch: beamSearch});
+    mulberry32: mulberry32, sampleId: sampleId, steered: steered, sample: sample,
+    beamSearch: beamSearch});
 
   function onPage() {
     var input = document.getElementById("translator-source");

@@ -368,10 +368,14 @@ def test_the_explorer_fits_the_screen(browser, origin, width, scheme):
         })""")
         assert layout["page"] <= layout["inner"] + 1, layout
         assert layout["box"] in ("auto", "scroll")
-        # a phone's map keeps small cells, without printed values
-        printed = tab.evaluate("() => document.querySelectorAll("
-                               "'#translator-heatmap text.translator-value').length")
-        assert (printed > 0) == (width == 1400), printed
+        # cells print their weights where the map with 40 px cells fits its box, and only there
+        printed = tab.evaluate("""() => { const box = document.getElementById('translator-heatmap');
+          const svg = box.querySelector('svg');
+          return {values: box.querySelectorAll('text.translator-value').length,
+                  cell: Number(box.querySelector('rect.translator-cell').getAttribute('width')),
+                  map: Number(svg.getAttribute('width')), box: box.clientWidth}; }""")
+        assert (printed["values"] > 0) == (printed["cell"] == 40), printed
+        assert printed["map"] <= printed["box"] and (width < 1400 or printed["values"]), printed
         width = tab.evaluate("() => document.querySelector('.translator').offsetWidth")
         # the untrained checkpoint writes one piece over and over: the widget keeps its width
         slide_to(tab, 0, "0000")
@@ -584,23 +588,38 @@ def mulberry32(seed: int) -> Callable[[], float]:
     return draw
 
 
-def python_sample(model: Model, text: str, temperature: float, k: int, seed: int) -> list[int]:
-    """Top-k sampling at a temperature, drawing as the page does, from PyTorch's probabilities."""
-    import math
+def kept_ids(logp: torch.Tensor, temperature: float, k: int, p: float) -> list[int]:
+    """The ids that top-k then top-p keep at a temperature, most probable first, in torch.
 
+    The log-probabilities over the temperature, the k largest (all for k = 0), and of those the
+    fewest whose softmax, renormalised over the k, sums to at least p.
+    """
+    logp = logp.double()
+    order = sorted(range(logp.numel()), key=lambda i: (-float(logp[i]), i))
+    ids = order[: k or None]
+    if p < 1:
+        probs = torch.softmax(logp[ids] / temperature, -1)
+        ids = ids[: int((probs.cumsum(0) < p).sum()) + 1]
+    return ids
+
+
+def python_sample(model: Model, text: str, temperature: float, k: int, seed: int,
+                  p: float = 1.0) -> list[int]:
+    """Top-k and top-p sampling at a temperature, drawing as the page does, from PyTorch's
+    probabilities."""
     from vanilla_transformer.data.tokenizer import BOS
     from vanilla_transformer.inference.evaluate import MAX_EXTRA
 
     draw = mulberry32(seed)
     ys, max_len = [BOS], len(model.src(text)) + MAX_EXTRA + 1
     while ys[-1] != EOS and len(ys) < max_len:
-        logp = model.run(text, ys)["probs"].log().tolist()
-        ids = sorted(range(len(logp)), key=lambda i: (-logp[i], i))[: k or None]
-        weights = [math.exp(logp[i] / temperature - logp[ids[0]] / temperature) for i in ids]
-        u, total, acc = draw(), sum(weights), 0.0
+        logp = model.run(text, ys)["probs"].log()
+        ids = kept_ids(logp, temperature, k, p)
+        probs = torch.softmax(logp.double()[ids] / temperature, -1).tolist()
+        u, acc = draw(), 0.0
         choice = ids[-1]
-        for i, w in zip(ids, weights):
-            acc += w / total
+        for i, w in zip(ids, probs):
+            acc += w
             if u < acc:
                 choice = i
                 break
@@ -608,18 +627,77 @@ def python_sample(model: Model, text: str, temperature: float, k: int, seed: int
     return ys
 
 
-def sampled(tab, temperature: float, k: int, seed: int) -> dict:
-    tab.evaluate("([t, k, s]) => { const x = document.getElementById('explorer-temperature');"
-                 " x.value = String(t); x.dispatchEvent(new Event('input'));"
-                 " document.getElementById('explorer-sample-k').value = String(k);"
-                 " document.getElementById('explorer-seed').value = String(s); }",
-                 [temperature, k, seed])
+def sampled(tab, temperature: float, k: int, seed: int, p: float = 1.0) -> dict:
+    steer(tab, temperature, k, p)
+    tab.evaluate("(s) => { document.getElementById('explorer-seed').value = String(s); }", seed)
     tab.click("#explorer-sample")
     tab.wait_for_function(
         "(want) => { const r = document.querySelector('.translator');"
         " return r.dataset.sample === want && r.dataset.state === 'done'; }",
-        arg=f"{temperature:g} {k} {seed}", timeout=TIMEOUT_MS)
+        arg=f"{temperature:g} {k} {seed} {p:g}", timeout=TIMEOUT_MS)
     return state(tab)
+
+
+def steer(tab, temperature: float, k: int, p: float) -> list[dict]:
+    """Moves the steering controls as a reader does, and returns the top-5 list they show."""
+    tab.evaluate("""([t, k, p]) => {
+      const set = (id, value, type) => { const x = document.getElementById(id);
+        x.value = String(value); x.dispatchEvent(new Event(type, {bubbles: true})); };
+      set('explorer-temperature', t, 'input'); set('explorer-top-k', k, 'change');
+      set('explorer-top-p', p, 'input'); }""", [temperature, k, p])
+    tab.wait_for_function(
+        "([t, k, p]) => { const l = document.getElementById('explorer-topk');"
+        " return Number(l.dataset.temperature) === t && Number(l.dataset.topK) === k"
+        " && Number(l.dataset.topP) === p; }", arg=[temperature, k, p])
+    return tab.evaluate("""() => Array.from(document.querySelectorAll('#explorer-topk li'),
+      (li) => ({id: Number(li.dataset.id), prob: Number(li.dataset.prob),
+                cut: li.dataset.cut === '1', text: li.textContent,
+                bar: parseFloat(li.querySelector('.explorer__bar').style.width)}))""")
+
+
+def test_temperature_reshapes_the_bars_of_the_current_step(page, german):
+    typed(page, CROSSING)
+    click(page, "#explorer-restart")
+    view = click(page, "#explorer-step")  # the step after "vierhundert"
+    logp = german.run(CROSSING, view["ys"])["probs"].log()
+    shown = {}
+    for temperature in (0.5, 2.0):
+        rows = steer(page, temperature, 0, 1)
+        want = torch.softmax(logp.double() / temperature, -1)
+        top = torch.topk(want, 5)
+        assert [r["id"] for r in rows] == top.indices.tolist()
+        for row, p in zip(rows, top.values.tolist()):
+            assert abs(row["prob"] - p) < PROB_TOLERANCE, (temperature, row, p)
+            assert abs(row["bar"] - 100 * p) < 0.06 and f"{100 * p:.1f} %" in row["text"]
+            assert not row["cut"]
+        shown[temperature] = [r["prob"] for r in rows]
+    # a temperature below 1 sharpens the bars, one above flattens them
+    assert shown[0.5][0] > 0.99 > 0.5 > shown[2.0][0]
+    assert all(a != b for a, b in zip(shown[0.5], shown[2.0]))
+    # the trained probabilities come back at temperature 1
+    rows = steer(page, 1.0, 5, 1)
+    assert [r["prob"] for r in rows] == pytest.approx(
+        torch.topk(logp.exp().double(), 5).values.tolist(), abs=PROB_TOLERANCE)
+
+
+@pytest.mark.parametrize("temperature, k, p", [(1.0, 3, 1.0), (2.0, 0, 0.2), (2.0, 10, 0.5),
+                                               (1.0, 0, 0.9), (0.5, 2, 0.95)])
+def test_top_k_and_top_p_grey_out_what_they_cut(page, german, temperature, k, p):
+    typed(page, CROSSING)
+    view = click(page, "#explorer-restart")
+    logp = german.run(CROSSING, view["ys"])["probs"].log()
+    rows = steer(page, temperature, k, p)
+    kept = kept_ids(logp, temperature, k, p)
+    assert len(kept) < 5  # some of the five are cut at each of these settings
+    for row in rows:
+        assert row["cut"] == (row["id"] not in kept), (row, kept)
+        assert ("cut" in row["text"]) == row["cut"]
+    note = page.evaluate("() => { const n = document.getElementById('explorer-cut-note');"
+                         " return {kept: Number(n.dataset.kept), mass: Number(n.dataset.mass),"
+                         " text: n.textContent}; }")
+    mass = float(torch.softmax(logp.double() / temperature, -1)[kept].sum())
+    assert note["kept"] == len(kept) and abs(note["mass"] - mass) < PROB_TOLERANCE
+    steer(page, 1.0, 5, 1)
 
 
 def test_sampling_is_seeded_and_temperature_zero_is_greedy(page, german):
@@ -636,11 +714,14 @@ def test_sampling_is_seeded_and_temperature_zero_is_greedy(page, german):
     assert hot["ys"] == python_sample(german, text, 2.0, 5, 11)
     assert page.evaluate("() => document.getElementById('explorer-temperature-value')"
                          ".textContent") == "2.0"
+    nucleus = sampled(page, 2, 0, 11, 0.3)
+    assert nucleus["ys"] == python_sample(german, text, 2.0, 0, 11, 0.3)
     # the JavaScript generator is the Python one
     draws = page.evaluate("() => { const r = window.translatorDemo.mulberry32(7);"
                           " return [r(), r(), r()]; }")
     ref = mulberry32(7)
     assert draws == [ref(), ref(), ref()]
+    steer(page, 1.0, 5, 1)
 
 
 def test_the_smoothing_sentence_links_the_training_lesson(page):
@@ -700,3 +781,344 @@ def test_at_1400_px_every_cell_prints_its_weight(page):
     # the text does not catch the pointer: a click on a printed value reaches its cell
     page.click("#translator-heatmap text.translator-value >> nth=0", force=True)
     assert page.get_attribute("#explorer-cell", "data-row") == "0"
+
+
+# ------------------------------------------------------------------------------------------- #
+# What a break switch moved: #explorer-break-effect against PyTorch's switched model          #
+# ------------------------------------------------------------------------------------------- #
+
+EFFECT = """() => { const e = document.getElementById('explorer-break-effect');
+  return {hidden: e.hidden, state: e.dataset.state, switch: e.dataset.switch,
+          before: Number(e.dataset.probBefore), after: Number(e.dataset.probAfter),
+          peakBefore: Number(e.dataset.peakBefore), peakAfter: Number(e.dataset.peakAfter),
+          kind: e.dataset.kind, layer: Number(e.dataset.layer), changed: e.dataset.changed,
+          head: e.dataset.head || null, best: e.dataset.best || null, text: e.textContent,
+          shown: Array.from(e.querySelectorAll('.explorer__effect-number'),
+                            (n) => n.textContent)}; }"""
+
+
+def broken(tab, text: str, switch: str) -> dict:
+    """Types `text` with `switch` on, and waits for what the switch moved."""
+    tab.select_option("#explorer-break", switch)
+    tab.fill("#translator-source", text)
+    tab.wait_for_function(
+        "([t, s]) => { const r = document.querySelector('.translator');"
+        " const e = document.getElementById('explorer-break-effect');"
+        " return !r.dataset.pending && r.dataset.source === t && r.dataset.switch === s"
+        " && r.dataset.state === 'done' && e.dataset.state === (s === 'none' ? 'none' : 'done')"
+        " && (s === 'none' || e.dataset.switch === s); }",
+        arg=[text, switch], timeout=TIMEOUT_MS)
+    return tab.evaluate(EFFECT)
+
+
+def greedy_ys(model: Model, text: str) -> list[int]:
+    """The trained model's greedy output with <s> and </s>, as the page decodes it."""
+    from vanilla_transformer.data.tokenizer import BOS
+    from vanilla_transformer.inference.evaluate import MAX_EXTRA
+
+    ys, max_len = [BOS], len(model.src(text)) + MAX_EXTRA + 1
+    while ys[-1] != EOS and len(ys) < max_len:
+        ys.append(int(model.run(text, ys)["probs"].argmax()))
+    return ys
+
+
+@torch.no_grad()
+def forced(model: Model, text: str, ys: list[int], switch: str, kind: str = "cross",
+           layer: int = 0, head: int = 0) -> tuple[float, dict]:
+    """Under a switch, the product of the probabilities of `ys`'s pieces with `ys` fed in, and
+    every attention map's (scores, weights) on the same input."""
+    from vanilla_transformer.analysis.switches import record_attention, switched
+
+    src = torch.tensor([model.src(text)])
+    tgt = torch.tensor([ys[:-1]])
+    with switched(model.model, switch, kind=kind, layer=layer, head=head):
+        with record_attention(model.model) as maps:
+            memory = model.model.encode(src, None)
+            out = model.model.decode(memory, None, tgt, subsequent_mask(len(ys) - 1))
+        logp = model.model.generator(out)[0].double()
+    prob = float(logp.gather(1, torch.tensor(ys[1:])[:, None]).sum().exp())
+    return prob, dict(maps)
+
+
+def js_number(x: float) -> str:
+    """A probability as the page prints it: three decimals, or one significant decimal below
+    0.001 (JavaScript's toExponential(1))."""
+    if x >= 0.001:
+        return f"{x:.3f}"
+    mantissa, exponent = f"{x:.1e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+def close_to(got: float, want: float) -> bool:
+    return abs(got - want) <= 1e-4 * max(abs(want), 1e-12) + 1e-7
+
+
+@pytest.mark.parametrize("switch", ["no-positions", "no-scale", "no-cross-attention",
+                                    "silence-head"])
+def test_every_switch_shows_what_it_moved_as_pytorch_computes_it(page, german, switch):
+    from vanilla_transformer.analysis.switches import ATTENTION_KINDS
+
+    text = CROSSING
+    broken(page, text, "none")
+    page.select_option("#explorer-kind", "cross")
+    page.select_option("#explorer-layer", "2")
+    # silence-head with the average on show: the page picks the head that matters most
+    page.select_option("#explorer-head", "average" if switch == "silence-head" else "1")
+    effect = broken(page, text, switch)
+    assert not effect["hidden"] and effect["switch"] == switch
+    ys = greedy_ys(german, text)
+    before, plain = forced(german, text, ys, "none")
+    where = {}
+    if switch == "silence-head":
+        config = german.model.config
+        heads = [(kind, layer, head) for kind in ATTENTION_KINDS for layer in range(config.N)
+                 for head in range(config.h)]
+        probs = [forced(german, text, ys, switch, *h)[0] for h in heads]
+        kind, layer, head = heads[min(range(len(heads)), key=lambda i: (probs[i], i))]
+        assert effect["head"] == effect["best"] == f"{kind} {layer + 1} {head + 1}"
+        assert page.input_value("#explorer-head") == str(head + 1)  # never the average
+        assert "Silenced: head" in effect["text"]
+        where = {"kind": kind, "layer": layer, "head": head}
+    after, maps = forced(german, text, ys, switch, **where)
+    assert close_to(effect["before"], before) and close_to(effect["after"], after)
+    assert abs(effect["after"] - effect["before"]) > 1e-3 * effect["before"]
+    assert effect["shown"] == [js_number(before), js_number(after)]
+    assert effect["shown"][0] != effect["shown"][1]
+    # the largest weight of a row of the map the menus name, averaged over heads and rows
+    key = (effect["kind"], effect["layer"] - 1)
+    peak = lambda m: float(m[key][1][0].max(-1).values.mean())
+    assert abs(effect["peakBefore"] - peak(plain)) < MAP_TOLERANCE
+    assert abs(effect["peakAfter"] - peak(maps)) < MAP_TOLERANCE
+    if switch == "no-scale":
+        assert effect["peakAfter"] > effect["peakBefore"]
+        assert f"{peak(maps):.3f}" in effect["text"]
+    # the output changes, or the caption says why it does not, in those numbers
+    output = german.tokenizer.decode(ys[1:])
+    changed = page.evaluate("() => document.getElementById('translator-target').textContent")
+    assert (effect["changed"] == "true") == (changed != output)
+    if changed == output:
+        assert "stays the same" in effect["text"] and "closest call" in effect["text"]
+    else:
+        assert "changes at piece" in effect["text"]
+    broken(page, text, "none")
+    page.select_option("#explorer-head", "1")
+
+
+def test_silence_head_offers_the_head_that_matters_most(page):
+    broken(page, CROSSING, "none")
+    page.select_option("#explorer-kind", "cross")
+    page.select_option("#explorer-layer", "2")
+    page.select_option("#explorer-head", "1")
+    effect = broken(page, CROSSING, "silence-head")
+    assert effect["head"] == "cross 2 1"
+    if effect["best"] != effect["head"]:
+        page.click("#explorer-best-head")
+        page.wait_for_function(
+            "(b) => { const e = document.getElementById('explorer-break-effect');"
+            " return e.dataset.state === 'done' && e.dataset.head === b; }",
+            arg=effect["best"], timeout=TIMEOUT_MS)
+        kind, layer, head = effect["best"].split()
+        assert (page.input_value("#explorer-kind"), page.input_value("#explorer-layer"),
+                page.input_value("#explorer-head")) == (kind, layer, head)
+    broken(page, CROSSING, "none")
+    page.select_option("#explorer-kind", "cross")
+    page.select_option("#explorer-layer", "2")
+    page.select_option("#explorer-head", "1")
+
+
+# ------------------------------------------------------------------------------------------- #
+# A path through the page: where things are, measured                                         #
+# ------------------------------------------------------------------------------------------- #
+
+def open_try_it(browser, origin, width: int, height: int, scheme: str = "light"):
+    context = browser.new_context(viewport={"width": width, "height": height},
+                                  color_scheme=scheme)
+    tab = context.new_page()
+    tab.set_default_timeout(TIMEOUT_MS)
+    tab.goto(origin + PAGE)
+    tab.wait_for_function("() => document.querySelector('.translator').dataset.state === 'done'",
+                          timeout=TIMEOUT_MS)
+    return context, tab
+
+
+BOX = """(selector) => { const r = document.querySelector(selector).getBoundingClientRect();
+  return {top: r.top + scrollY, bottom: r.bottom + scrollY, left: r.left, right: r.right,
+          height: r.height}; }"""
+
+
+@pytest.mark.parametrize("width, height", [(1400, 900), (390, 844)])
+def test_the_map_is_in_the_first_screen_on_a_desktop_and_the_second_on_a_phone(
+        browser, origin, width, height):
+    context, tab = open_try_it(browser, origin, width, height)
+    try:
+        tab.wait_for_function("() => document.querySelector('#translator-heatmap svg')")
+        box = tab.evaluate(BOX, "#translator-heatmap")
+        screens = 1 if width == 1400 else 2
+        assert box["height"] > 100 and box["bottom"] <= screens * height, box
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("width", [1400, 390])
+def test_the_beam_tree_fits_its_column_without_a_scrollbar(browser, origin, width):
+    context, tab = open_try_it(browser, origin, width, 900)
+    try:
+        for text in [CROSSING, "seven hundred and seventy-seven thousand, seven hundred and "
+                               "seventy-seven"]:
+            typed(tab, text)
+            tab.wait_for_function(
+                "(t) => { const b = document.getElementById('explorer-beam-tree');"
+                " return b.dataset.state === 'done' && b.dataset.text === t; }",
+                arg=text, timeout=TIMEOUT_MS)
+            fit = tab.evaluate("""() => { const b = document.getElementById('explorer-beam');
+              const t = document.getElementById('explorer-beam-tree');
+              return {box: b.clientWidth, scroll: b.scrollWidth, tree: t.getBoundingClientRect().width,
+                      overflow: getComputedStyle(b).overflowX, layout: t.dataset.layout,
+                      page: document.scrollingElement.scrollWidth, inner: innerWidth,
+                      nodes: t.querySelectorAll('.beam-node').length}; }""")
+            assert fit["nodes"] > 4 and fit["overflow"] == "visible", fit
+            assert fit["tree"] <= fit["box"] and fit["scroll"] <= fit["box"], fit
+            assert fit["page"] <= fit["inner"] + 1, fit
+            if width == 390:
+                assert fit["layout"] == "outline", fit
+    finally:
+        context.close()
+
+
+def test_the_replay_is_at_most_two_screens_with_the_map_just_above_the_slider(browser, origin):
+    context, tab = open_try_it(browser, origin, 1400, 900)
+    try:
+        slide_to(tab, 0, "0000")
+        widget = tab.evaluate(BOX, ".translator")
+        heatmap = tab.evaluate(BOX, "#translator-heatmap")
+        slider = tab.evaluate(BOX, "#explorer-checkpoint")
+        assert widget["height"] <= 2 * 900, widget
+        beside = slider["left"] >= heatmap["right"] and slider["top"] < heatmap["bottom"]
+        above = 0 <= slider["top"] - heatmap["bottom"] <= 150
+        assert beside or above, (heatmap, slider)
+        rows = tab.evaluate("() => Number(document.getElementById('translator-heatmap')"
+                            ".dataset.rows)")
+        assert rows > 20  # the untrained model writes one piece over and over
+        # its tick labels stay legible
+        size = tab.evaluate("() => parseFloat(getComputedStyle(document.querySelector("
+                            "'#translator-heatmap .translator-tick--y')).fontSize)")
+        assert size >= 11
+    finally:
+        context.close()
+
+
+SEEN = """() => { const b = document.getElementById('translator-seen');
+  return {visible: b.offsetParent !== null && getComputedStyle(b).display !== 'none',
+          text: b.textContent}; }"""
+
+
+@pytest.mark.parametrize("refused", ["", "one million", "12"])
+def test_the_badge_is_cleared_with_the_translation(page, refused):
+    typed(page, "twelve")
+    page.wait_for_function("() => !document.getElementById('translator-seen').hidden")
+    assert page.evaluate(SEEN) == {"visible": True, "text": "12 was in the training pairs"}
+    view = typed(page, refused)
+    assert view["state"] == "invalid" and view["target"] == ""
+    assert not page.evaluate(SEEN)["visible"]
+    typed(page, CROSSING)
+
+
+def test_the_suggested_experiments_each_take_one_click(page, german):
+    buttons = page.evaluate("() => Array.from(document.querySelectorAll("
+                            "'#explorer-path [data-experiment]'), (b) => b.dataset.experiment)")
+    assert 3 <= len(buttons) <= 5
+    assert buttons == ["crossing", "temperature", "no-scale", "silence-head", "replay"]
+    page.click("#explorer-path [data-experiment='crossing']")
+    page.wait_for_function("() => { const r = document.querySelector('.translator');"
+                           " return r.dataset.state === 'done' && r.dataset.source ==="
+                           " 'four hundred and forty-one' && r.dataset.switch === 'none'; }")
+    view = state(page)
+    assert (view["kind"], view["layer"], view["head"]) == ("cross", 2, "1")
+    assert "ein" in page.inner_text("#explorer-path-note")
+    page.click("#explorer-path [data-experiment='temperature']")
+    page.wait_for_function("() => document.querySelector('.translator').dataset.state"
+                           " === 'stepping' && document.querySelectorAll('#explorer-topk li')"
+                           ".length === 5")
+    rows = page.evaluate("() => Array.from(document.querySelectorAll('#explorer-topk li'),"
+                         " (li) => Number(li.dataset.prob))")
+    logp = german.run(CROSSING, state(page)["ys"])["probs"].log().double()
+    want = torch.topk(torch.softmax(logp / 2, -1), 5).values.tolist()
+    assert rows == pytest.approx(want, abs=PROB_TOLERANCE)
+    for name in ("no-scale", "silence-head"):
+        page.click(f"#explorer-path [data-experiment='{name}']")
+        page.wait_for_function(
+            "(s) => { const e = document.getElementById('explorer-break-effect');"
+            " return e.dataset.state === 'done' && e.dataset.switch === s; }",
+            arg=name, timeout=TIMEOUT_MS)
+    effect = page.evaluate(EFFECT)
+    assert effect["head"] == effect["best"]
+    page.click("#explorer-path [data-experiment='replay']")
+    page.wait_for_function("() => { const r = document.querySelector('.translator');"
+                           " return r.dataset.step === '0000' && r.dataset.state === 'done'; }",
+                           timeout=TIMEOUT_MS)
+    assert page.get_attribute("#explorer-play", "aria-pressed") == "true"
+    page.click("#explorer-play")  # pause
+    page.click("#explorer-replay-off")
+    page.wait_for_function("() => { const r = document.querySelector('.translator');"
+                           " return r.dataset.step === 'final' && r.dataset.state === 'done'; }")
+    steer(page, 1.0, 5, 1)
+
+
+# ------------------------------------------------------------------------------------------- #
+# Figure 1's blocks: their intermediate values for the current token, against PyTorch         #
+# ------------------------------------------------------------------------------------------- #
+
+VALUES = """() => { const b = document.getElementById('explorer-values');
+  return {state: b.dataset.state, part: b.dataset.part, layer: Number(b.dataset.layer),
+          block: b.dataset.block, pos: Number(b.dataset.pos), head: Number(b.dataset.head),
+          ys: b.dataset.ys.split(' ').map(Number), src: b.dataset.src.split(' ').map(Number),
+          rows: Object.fromEntries(Array.from(b.querySelectorAll('tr'), (tr) => [
+            tr.dataset.name, {values: tr.dataset.values.split(',').map(Number),
+                              pos: tr.dataset.pos === undefined ? null : Number(tr.dataset.pos),
+                              cells: tr.querySelectorAll('rect').length}]))}; }"""
+
+
+@pytest.mark.parametrize("part, layer, block", [("decoder", 2, "cross"), ("decoder", 1, "self"),
+                                                ("decoder", 2, "ff"), ("encoder", 1, "self"),
+                                                ("encoder", 2, "ff")])
+def test_a_figure1_block_shows_its_values_for_the_current_token(page, german, pytorch_trace,
+                                                                 part, layer, block):
+    typed(page, CROSSING)
+    page.select_option("#explorer-kind", "cross")
+    page.select_option("#explorer-head", "2")
+    page.wait_for_function("() => document.querySelector('#explorer-figure1 .figure1__block')")
+    # the token: a pointed cell of the cross-attention map, row "ein" and column "one"
+    page.hover("#translator-heatmap rect.translator-cell[data-row='1'][data-col='4']")
+    target = (f"#explorer-figure1 .figure1__block[data-part='{part}']"
+              f"[data-layer='{layer}'][data-block='{block}']")
+    page.hover(target)
+    page.wait_for_function(
+        "([p, l, b]) => { const v = document.getElementById('explorer-values');"
+        " return v.dataset.state === 'done' && v.dataset.part === p &&"
+        " v.dataset.layer === String(l) && v.dataset.block === b; }",
+        arg=[part, layer, block])
+    shown = page.evaluate(VALUES)
+    trace = pytorch_trace(german.model, shown["src"], shown["ys"])
+    assert shown["src"] == german.src(CROSSING)
+    side = trace["source" if part == "encoder" else "target"]
+    values = side["layers"][layer - 1][block]
+    pos = shown["pos"]
+    # the current token: the pointed cell's row on the decoder side, its column on the other
+    assert pos == (1 if part == "decoder" else 4)
+    assert german.names[shown["src"][4]] == "one"
+    want = {"residual": values["residual"][pos], "norm": values["norm"][pos]}
+    if block == "ff":
+        want["out"] = values["out"][pos]
+    else:
+        head = shown["head"] - 1
+        assert head == 1  # the head on show
+        key = pos if block == "self" else int(values["weights"][head, pos].argmax())
+        want |= {"q": values["q"][head, pos], "k": values["k"][head, key],
+                 "v": values["v"][head, key]}
+        assert shown["rows"]["k"]["pos"] == key
+    assert set(shown["rows"]) == set(want)
+    for name, vector in want.items():
+        got = torch.tensor(shown["rows"][name]["values"], dtype=torch.float64)
+        assert got.shape == vector.shape and shown["rows"][name]["cells"] == vector.numel()
+        assert torch.allclose(got, vector.double(), atol=1e-4), name
+    page.select_option("#explorer-head", "1")
