@@ -26,6 +26,22 @@
 //   model.decode(memory, ys, sw)  {logProbs (the next token's), self: {scores, weights},
 //                                 cross: {scores, weights}};
 //   model.greedy(text, sw)        {srcIds, ys, text}: greedy decoding, as the page decodes;
+//   model.trace(srcIds, ys, sw)   every intermediate value of encode(srcIds), decode(ys) and
+//                                 the generator on ys's last position, as plain arrays:
+//     {switch, source: SIDE, memory: [pos][d_model], target: SIDE,
+//      logits: [tgt_vocab], logProbs: [tgt_vocab]}   (the next piece's, after ys)
+//     SIDE = {ids, embedding: [pos][d_model] (the embedding times sqrt(d_model)),
+//             positions: [pos][d_model] (the table's rows, shown even when "no-positions"
+//             leaves them out of the sum), sum: [pos][d_model] (what the first layer reads),
+//             layers: [layer]{self: ATT, ff: FF} on the source side,
+//                     [layer]{self: ATT, cross: ATT, ff: FF} on the target side}
+//     ATT  = {q: [head][pos][d_k], k: [head][key][d_k], v: [head][key][d_k],
+//             scores: [head][pos][key] (before the softmax), weights: [head][pos][key],
+//             concat: [pos][d_model] (the heads side by side), out: [pos][d_model] (after W^O),
+//             residual: [pos][d_model] (x + out), norm: [pos][d_model] (LayerNorm of it)}
+//     FF   = {hidden: [pos][d_ff] (after the ReLU), out: [pos][d_model],
+//            residual: [pos][d_model], norm: [pos][d_model]}
+//     the keys of cross-attention are the source's positions, read from the memory.
 //   adapter(model, sw)            the model in the form translator.js decodes with (its begin,
 //                                 run, step, beamSearch and the Try it page's switches).
 // Pages with an element of class "live-model" (docs/snippets/live-*.html, in the lessons) get a
@@ -157,14 +173,20 @@
       weights.push(P);
     }
     var out = options.zero ? new Float64Array(nq * d) : linear(concat, nq, L(3)[0], L(3)[1], d, d);
-    return {out: out, scores: scores, weights: weights};
+    return {out: out, scores: scores, weights: weights, q: q, k: k, v: v, concat: concat};
   };
 
-  LiveModel.prototype.feedForward = function (prefix, x, rows) {
+  // PositionwiseFeedForward: w_2(relu(w_1(x))), keeping the hidden layer.
+  LiveModel.prototype.feedForwardParts = function (prefix, x, rows) {
     var w = this.w, d = this.config.d_model, f = this.config.d_ff;
     var hidden = linear(x, rows, w[prefix + ".w_1.weight"], w[prefix + ".w_1.bias"], d, f);
     for (var i = 0; i < hidden.length; i++) if (hidden[i] < 0) hidden[i] = 0;
-    return linear(hidden, rows, w[prefix + ".w_2.weight"], w[prefix + ".w_2.bias"], f, d);
+    return {hidden: hidden,
+            out: linear(hidden, rows, w[prefix + ".w_2.weight"], w[prefix + ".w_2.bias"], f, d)};
+  };
+
+  LiveModel.prototype.feedForward = function (prefix, x, rows) {
+    return this.feedForwardParts(prefix, x, rows).out;
   };
 
   // The sublayer connection of the post-norm layer: LayerNorm(x + Sublayer(x)).
@@ -254,6 +276,106 @@
     var logProbs = new Float32Array(logits.length);
     for (i = 0; i < logits.length; i++) logProbs[i] = logits[i] - logZ;
     return {logProbs: logProbs, self: self, cross: cross};
+  };
+
+  // A flat (rows x cols) array as rows of plain numbers.
+  function matrix(x, rows, cols) {
+    var m = [];
+    for (var i = 0; i < rows; i++) m.push(Array.from(x.subarray(i * cols, (i + 1) * cols)));
+    return m;
+  }
+
+  // A flat (rows x d_model) projection split into heads: [head][row][d_k].
+  function perHead(x, rows, h, dk) {
+    var out = [];
+    for (var a = 0; a < h; a++) {
+      var head = [];
+      for (var i = 0; i < rows; i++) {
+        var start = i * h * dk + a * dk;
+        head.push(Array.from(x.subarray(start, start + dk)));
+      }
+      out.push(head);
+    }
+    return out;
+  }
+
+  // One attention sublayer's values, then LayerNorm(x + out), as the trace reports them.
+  LiveModel.prototype.traceAttention = function (prefix, sub, x, nq, key, nk, causal, options) {
+    var d = this.config.d_model, h = this.config.h;
+    var att = this.attention(prefix, x, nq, key, nk, causal, options);
+    var residual = add(x, att.out);
+    var normed = this.norm(sub, residual, nq);
+    return {x: normed, values: {
+      q: perHead(att.q, nq, h, d / h), k: perHead(att.k, nk, h, d / h),
+      v: perHead(att.v, nk, h, d / h), scores: att.scores, weights: att.weights,
+      concat: matrix(att.concat, nq, d), out: matrix(att.out, nq, d),
+      residual: matrix(residual, nq, d), norm: matrix(normed, nq, d)}};
+  };
+
+  LiveModel.prototype.traceFeedForward = function (prefix, sub, x, rows) {
+    var d = this.config.d_model;
+    var ff = this.feedForwardParts(prefix, x, rows);
+    var residual = add(x, ff.out);
+    var normed = this.norm(sub, residual, rows);
+    return {x: normed, values: {
+      hidden: matrix(ff.hidden, rows, this.config.d_ff), out: matrix(ff.out, rows, d),
+      residual: matrix(residual, rows, d), norm: matrix(normed, rows, d)}};
+  };
+
+  // The embedding side of the trace: the scaled embeddings, the table, and their sum.
+  LiveModel.prototype.traceEmbed = function (side, ids, positions) {
+    var d = this.config.d_model;
+    var scaled = this.embed(side, ids, false);
+    var x = positions ? this.embed(side, ids, true) : scaled;
+    var pe = this.w[side + "_embed.1.pe"].subarray(0, ids.length * d);
+    return {x: x, values: {ids: ids.slice(), embedding: matrix(scaled, ids.length, d),
+                           positions: matrix(pe, ids.length, d), sum: matrix(x, ids.length, d)}};
+  };
+
+  // Every intermediate value of encode, then decode of the prefix `ys`, then the generator on
+  // its last position (the header comment gives the shape).
+  LiveModel.prototype.trace = function (srcIds, ys, sw) {
+    sw = asSwitch(sw);
+    checkIds(srcIds, this.config.src_vocab, "the source");
+    checkIds(ys, this.config.tgt_vocab, "the prefix");
+    var d = this.config.d_model, n = srcIds.length, t = ys.length;
+    var src = this.traceEmbed("src", srcIds, sw.name !== "no-positions");
+    var x = src.x, encoder = [];
+    for (var l = 0; l < this.config.N; l++) {
+      var p = "encoder.layers." + l;
+      var a = this.traceAttention(p + ".self_attn", p + ".sublayer.0", x, n, x, n, false,
+                                  headOptions(sw, "encoder-self", l));
+      var f = this.traceFeedForward(p + ".feed_forward", p + ".sublayer.1", a.x, n);
+      encoder.push({self: a.values, ff: f.values});
+      x = f.x;
+    }
+    var memory = x;
+    var tgt = this.traceEmbed("tgt", ys, true);
+    var y = tgt.x, decoder = [];
+    for (l = 0; l < this.config.N; l++) {
+      p = "decoder.layers." + l;
+      var s = this.traceAttention(p + ".self_attn", p + ".sublayer.0", y, t, y, t, true,
+                                  headOptions(sw, "decoder-self", l));
+      var c = this.traceAttention(p + ".src_attn", p + ".sublayer.1", s.x, t, memory, n, false,
+                                  headOptions(sw, "cross", l));
+      var g = this.traceFeedForward(p + ".feed_forward", p + ".sublayer.2", c.x, t);
+      decoder.push({self: s.values, cross: c.values, ff: g.values});
+      y = g.x;
+    }
+    var logits = linear(y.subarray((t - 1) * d, t * d), 1, this.w["generator.proj.weight"], null,
+                        d, this.config.tgt_vocab);
+    var max = -Infinity, total = 0;
+    for (var i = 0; i < logits.length; i++) max = Math.max(max, logits[i]);
+    for (i = 0; i < logits.length; i++) total += Math.exp(logits[i] - max);
+    var logZ = max + Math.log(total);
+    return {switch: sw.name,
+            source: {ids: src.values.ids, embedding: src.values.embedding,
+                     positions: src.values.positions, sum: src.values.sum, layers: encoder},
+            memory: matrix(memory, n, d),
+            target: {ids: tgt.values.ids, embedding: tgt.values.embedding,
+                     positions: tgt.values.positions, sum: tgt.values.sum, layers: decoder},
+            logits: Array.from(logits),
+            logProbs: Array.from(logits, function (z) { return z - logZ; })};
   };
 
   function argmax(values) {

@@ -176,3 +176,89 @@ def tab(browser, origin):
         yield page
     finally:
         context.close()
+
+
+# --------------------------------------------------------------------------------------------- #
+# PyTorch's side of the live model's trace (docs/javascripts/live_model.js, model.trace)       #
+# --------------------------------------------------------------------------------------------- #
+
+
+def torch_trace(model, src_ids: list[int], ys: list[int]) -> dict:
+    """Every intermediate value of `model` on `src_ids` and the prefix `ys`, in the shape of
+    the live model's `trace` (its header comment), as tensors: forward hooks on the package's
+    own modules catch them, and `record_attention` the maps."""
+    import torch
+
+    from vanilla_transformer.analysis.switches import record_attention
+    from vanilla_transformer.model.masks import subsequent_mask
+
+    seen: dict[str, torch.Tensor] = {}
+    hooks = []
+
+    def watch(module, name: str, what: str = "output") -> None:
+        def hook(_module, args, output):
+            seen[name] = (args[0] if what == "input" else output)[0].detach().clone()
+        hooks.append(module.register_forward_hook(hook))
+
+    h = model.config.h
+    sides = {"source": (model.src_embed, model.encoder, ["self", "ff"]),
+             "target": (model.tgt_embed, model.decoder, ["self", "cross", "ff"])}
+    for side, (embed, stack, kinds) in sides.items():
+        watch(embed[0], f"{side}.embedding")
+        watch(embed[1], f"{side}.sum")
+        for i, layer in enumerate(stack.layers):
+            attns = {"self": layer.self_attn, "cross": getattr(layer, "src_attn", None)}
+            for j, kind in enumerate(kinds):
+                watch(layer.sublayer[j].norm, f"{side}.{i}.{kind}.residual", "input")
+                watch(layer.sublayer[j].norm, f"{side}.{i}.{kind}.norm")
+                if kind == "ff":
+                    watch(layer.feed_forward.w_1, f"{side}.{i}.ff.hidden")
+                    watch(layer.feed_forward.w_2, f"{side}.{i}.ff.out")
+                    continue
+                for k, part in enumerate("qkv"):
+                    watch(attns[kind].linears[k], f"{side}.{i}.{kind}.{part}")
+                watch(attns[kind].linears[3], f"{side}.{i}.{kind}.concat", "input")
+                watch(attns[kind].linears[3], f"{side}.{i}.{kind}.out")
+    try:
+        with torch.no_grad(), record_attention(model) as maps:
+            memory = model.encode(torch.tensor([src_ids]), None)
+            out = model.decode(memory, None, torch.tensor([ys]), subsequent_mask(len(ys)))
+            logits = model.generator.proj(out[0, -1])
+    finally:
+        for handle in hooks:
+            handle.remove()
+
+    def attention(side: str, i: int, kind: str) -> dict:
+        name = f"{side}.{i}.{kind}"
+        values = {field: seen[f"{name}.{field}"] for field in ("concat", "out", "residual",
+                                                               "norm")}
+        for part in "qkv":
+            flat = seen[f"{name}.{part}"]
+            values[part] = flat.view(flat.size(0), h, -1).transpose(0, 1)  # (h, len, d_k)
+        stack = {"source": "encoder-self", "target": "decoder-self"}[side]
+        scores, weights = maps[stack if kind == "self" else "cross", i]
+        return {**values, "scores": scores[0], "weights": weights[0]}
+
+    def layers(side: str) -> list[dict]:
+        _, stack, kinds = sides[side]
+        return [{kind: attention(side, i, kind) if kind != "ff" else {
+            "hidden": seen[f"{side}.{i}.ff.hidden"].relu(), "out": seen[f"{side}.{i}.ff.out"],
+            "residual": seen[f"{side}.{i}.ff.residual"], "norm": seen[f"{side}.{i}.ff.norm"]}
+            for kind in kinds} for i in range(len(stack.layers))]
+
+    def side_values(side: str, ids: list[int]) -> dict:
+        embed = sides[side][0]
+        return {"ids": torch.tensor(ids), "embedding": seen[f"{side}.embedding"],
+                "positions": embed[1].pe[0, :len(ids)], "sum": seen[f"{side}.sum"],
+                "layers": layers(side)}
+
+    return {"source": side_values("source", src_ids), "memory": memory[0],
+            "target": side_values("target", ys), "logits": logits,
+            "logProbs": logits.log_softmax(-1)}
+
+
+
+@pytest.fixture(scope="session")
+def pytorch_trace():
+    """`torch_trace`, for the tests that compare the live model's values with PyTorch's."""
+    return torch_trace

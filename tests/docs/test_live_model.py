@@ -388,3 +388,55 @@ def check_lesson(tab, widget, name: str, text: str, reference: Reference) -> Non
         candidates.nth(1).locator("button").click()
         tab.wait_for_function(f"() => document.querySelector('.live-model[data-lesson="
                               f"\"decoding\"]').dataset.ys === '1 {second}'")
+
+
+# ------------------------------------------------------------------------------------------- #
+# model.trace: every intermediate value of the forward pass                                  #
+# ------------------------------------------------------------------------------------------- #
+
+TRACE = """async ([text, ys, sw]) => {
+  const model = await window.translatorDemo.liveModel.load('de');
+  return model.trace(model.source(text), ys, sw);
+}"""
+
+
+def close_tree(got, want, where: str) -> None:
+    """Every number of the live model's trace against PyTorch's (relative to its size)."""
+    if isinstance(want, dict):
+        assert sorted(got) == sorted(want), (where, sorted(got), sorted(want))
+        for key in want:
+            close_tree(got[key], want[key], f"{where}.{key}")
+    elif isinstance(want, list):
+        assert len(got) == len(want), where
+        for i, (a, b) in enumerate(zip(got, want)):
+            close_tree(a, b, f"{where}.{i}")
+    else:
+        close(got, want, where, relative=True)
+
+
+def test_the_trace_is_pytorchs_every_intermediate_value(lesson, reference, pytorch_trace):
+    text = TEXTS[0]
+    src = reference.src(text)
+    ys = [BOS, *reference.greedy(text)][:4]
+    got = lesson.evaluate(TRACE, [text, ys, "none"])
+    assert got.pop("switch") == "none"
+    want = pytorch_trace(reference.model, src, ys)
+    assert got["source"]["ids"] == src and got["target"]["ids"] == ys
+    close_tree(got, want, "trace")
+    # the trace's next piece is decode()'s, and a switch reaches the trace too
+    _, log_probs = reference.maps(text, ys)
+    close(got["logProbs"], log_probs, "log-probabilities")
+    blind = lesson.evaluate(TRACE, [text, ys, "no-positions"])
+    assert blind["switch"] == "no-positions"
+    assert blind["source"]["sum"] == blind["source"]["embedding"]
+    with switched(reference.model, "no-positions"):
+        _, log_probs = reference.maps(text, ys)
+    close(blind["logProbs"], log_probs, "log-probabilities without positions")
+
+
+def test_the_trace_refuses_ids_outside_the_vocabulary(lesson):
+    message = lesson.evaluate("""async () => {
+      const model = await window.translatorDemo.liveModel.load('de');
+      try { model.trace([5, 2], [1, 999]); return null; } catch (e) { return e.message; }
+    }""")
+    assert message == "the prefix holds 999, outside the vocabulary of 250"
