@@ -18,6 +18,7 @@
 
   var SVG = "http://www.w3.org/2000/svg";
   var HEAD_LAYER = 0, HEAD = 0;  // the head whose Q, K and V the tour opens: layer 1, head 1
+  var BEAM = 4, ALPHA = 0.6;  // the paper's beam search (section 6.1)
 
   // The parts of Figure 1 that a step can light: [part, label, column, row from the bottom].
   var PARTS = [
@@ -446,10 +447,11 @@
     function (s, box) {
       var list = el("ol", null, "tour-beams", box);
       list.append(el("li", "\u2026"));
-      caption("Greedy wrote: " + s.greedyText, box);
+      caption("Finished translations, best score first (beam " + BEAM + ", \u03b1 = " + ALPHA +
+              "); greedy wrote: " + s.greedyText, box);
       var demo = window.translatorDemo;
       var text = s.text;
-      demo.beamSearch(demo.liveModel.adapter(s.model), text, 4, 0.6).then(function (r) {
+      demo.beamSearch(demo.liveModel.adapter(s.model), text, BEAM, ALPHA).then(function (r) {
         if (s.stale()) return;
         list.replaceChildren();
         r.ranked.forEach(function (h, i) {
