@@ -19,6 +19,8 @@
   var SVG = "http://www.w3.org/2000/svg";
   var HEAD_LAYER = 0, HEAD = 0;  // the head whose Q, K and V the tour opens: layer 1, head 1
   var BEAM = 4, ALPHA = 0.6;  // the paper's beam search (section 6.1)
+  var SAVED = "vanilla-transformer-tour-sentence";  // sessionStorage key of the typed sentence
+  var MAX_PIECES = 16;  // every number below a million, with room for its pictures on a phone
 
   // The parts of Figure 1 that a step can light: [part, label, column, row from the bottom].
   var PARTS = [
@@ -516,7 +518,10 @@
     var limit = model.manifest.decoding.max_src_tokens;
     var n = model.tokenizer.encode(text).length + 1;
     if (n > limit) return "Too long: " + n + " pieces with </s>; the model takes " + limit + ".";
-    if (n > 12) return "The tour draws one cell a piece: take a number of at most 11 pieces.";
+    if (n > MAX_PIECES) {
+      return "The tour draws a cell per piece and this number has " + n + " pieces with </s>: " +
+        "take one of at most " + MAX_PIECES + ", such as any number below a million.";
+    }
     return null;
   }
 
@@ -607,8 +612,15 @@
     window.addEventListener("hashchange", function () {
       if (root.isConnected && fromHash() !== current) show(fromHash(), true);
     });
+    // the sentence outlives the page: Material's instant navigation draws the page again when
+    // the address changes by a link or the history (#step-N), and so does a reload
+    try {
+      var saved = sessionStorage.getItem(SAVED);
+      if (saved !== null) input.value = saved;
+    } catch (e) { /* storage off: the field's own value */ }
     var timer = null;
     input.addEventListener("input", function () {
+      try { sessionStorage.setItem(SAVED, input.value); } catch (e) { /* storage off */ }
       clearTimeout(timer);
       timer = setTimeout(render, 250);
     });

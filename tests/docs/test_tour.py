@@ -223,11 +223,21 @@ def test_a_step_address_opens_that_step(browser, origin):
         context.close()
 
 
+LONGEST = "nine hundred and ninety-nine thousand nine hundred and ninety-nine"
+
+
 @pytest.mark.parametrize("size", [(1400, 900), (390, 844)], ids=["1400", "390"])
-def test_each_step_fits_one_screen(browser, origin, size):
+@pytest.mark.parametrize("sentence", ["", LONGEST], ids=["default", "longest"])
+def test_each_step_fits_one_screen(browser, origin, size, sentence):
     width, height = size
     context, tab, errors = open_tour(browser, origin, width, height)
     try:
+        if sentence:
+            tab.fill("#tour-source", sentence)
+            tab.wait_for_function("(t) => { const r = document.querySelector('#tour');"
+                                  " return r.dataset.text !== t && r.dataset.state === 'done'; }",
+                                  arg="four hundred and forty-one")
+            assert len(tab.locator("#tour").get_attribute("data-src").split()) == 12
         count = tab.evaluate("() => document.querySelectorAll('#tour [data-tour-step]').length")
         header = tab.evaluate(HEADER)
         for step in range(1, count + 1):
@@ -266,9 +276,20 @@ def test_it_follows_a_typed_sentence_and_refuses_what_it_cannot_read(browser, or
             reference.greedy(src))
         assert on_show(tab)["shown"] == [13]
         assert tab.locator("[data-tour-step='13'] .tour__picture svg").count() == 1
-        tab.fill("#tour-source", "twelve!")
+        # a #step-N address keeps the sentence, though the page is drawn again
+        go(tab, 12)
+        tab.wait_for_function("() => { const r = document.querySelector('#tour');"
+                              " return r.dataset.state === 'done' && r.dataset.step === '12'"
+                              " && r.dataset.text === 'seventy-three'; }")
+        assert tab.input_value("#tour-source") == "Seventy-Three"
+        tab.fill("#tour-source", LONGEST + " and " + LONGEST)
         tab.wait_for_function("() => document.querySelector('#tour').dataset.state === "
                               "'invalid'")
+        assert "at most 16" in tab.inner_text("#tour-status")
+        tab.fill("#tour-source", "twelve!")
+        tab.wait_for_function("() => document.querySelector('#tour-status').textContent"
+                              ".includes('\u201c!\u201d')")
+        assert tab.locator("#tour").get_attribute("data-state") == "invalid"
         assert "no \u201c!\u201d" in tab.inner_text("#tour-status")
         assert tab.locator("[data-tour-step='13'] .tour__picture").inner_text() == ""
         assert not errors, errors
