@@ -71,9 +71,6 @@
     [[0, 3, 6.5], [1, 3, 8.5]].forEach(function (s) {
       svg("rect", {x: X[s[0]] - 3, y: y(s[2]) - 3, width: BW + 6, height: (s[2] - s[1] + 1) *
                    ROW + 2, rx: 6, "class": "tour-map__stack"}, full);
-      svg("text", {x: X[s[0]] + (s[0] ? BW + 1 : -1), y: y(s[2]) + 8,
-                   "class": "tour-map__times", "text-anchor": s[0] ? "start" : "end"}, full)
-        .textContent = "";
       var t = svg("text", {x: X[s[0]] + BW / 2, y: y(s[2]) - 6, "class": "tour-map__note"}, full);
       t.textContent = (s[0] ? "decoder" : "encoder") + ", \u00d7" + N;
     });
@@ -138,7 +135,7 @@
     var left = options.left || Math.ceil(chars(labels) * 7.2) + 10, top = options.title ? 16 : 2;
     var cols = rows[0].length;
     var cell = Math.max(1, Math.min(options.cell || 14, Math.floor((width - left - 4) / cols)));
-    var ch = options.height || 14;
+    var ch = options.height || (rows.length > 8 ? 12 : 14);
     var w = left + cols * cell + 2, h = top + rows.length * ch + 2;
     // the title starts over the cells, or at the left edge where it would not fit there
     var titleW = options.title ? Math.ceil(options.title.length * 6.4) : 0;
@@ -172,10 +169,12 @@
   // drawn empty. Weights shade by value; scores by their size in the row.
   function grid(rows, rowLabels, colLabels, path, width, options) {
     options = options || {};
-    var left = Math.ceil(chars(rowLabels) * 7.2) + 10;
-    var top = Math.ceil(chars(colLabels) * 7.2) + 10;
+    var left = Math.ceil(chars(rowLabels) * 6.6) + 10;
+    var top = Math.ceil(chars(colLabels) * 6.6) + 8;
     var cols = colLabels.length;
-    var cell = Math.max(16, Math.min(40, Math.floor((width - left - 4) / cols)));
+    // at most about 250 px tall, so that a long sentence's map still fits one screen
+    var cell = options.cell || Math.max(16, Math.min(40, Math.floor((width - left - 4) / cols),
+                                                     Math.floor(250 / rows.length)));
     var w = left + cols * cell + 2, h = top + rows.length * cell + 2;
     var root = svg("svg", {width: w, height: h, viewBox: "0 0 " + w + " " + h, role: "img",
                            "class": "tour-grid"});
@@ -281,11 +280,15 @@
     // 4. Q, K and V of one head
     function (s, box) {
       var att = s.trace.source.layers[HEAD_LAYER].self, path = "source.layers.0.self.";
-      var row = el("div", null, "tour-row", box);
-      ["q", "k", "v"].forEach(function (name) {
-        row.append(strip(att[name][HEAD], s.src, path + name + "." + HEAD,
-                         Math.min(s.width, 60 + 16 * 9),
-                         {title: name.toUpperCase() + ", head 1", cell: 9}));
+      var row = el("div", null, "tour-row tour-row--tight", box);
+      // side by side, the pieces named once, on Q
+      var left = Math.ceil(chars(s.src) * 7.2) + 10;
+      var cell = Math.max(3, Math.min(9, Math.floor((s.width - left - 40) / (3 * s.dk))));
+      ["q", "k", "v"].forEach(function (name, i) {
+        var labels = i ? s.src.map(function () { return ""; }) : s.src;
+        row.append(strip(att[name][HEAD], labels, path + name + "." + HEAD,
+                         (i ? 12 : left) + s.dk * cell + 2,
+                         {title: name.toUpperCase(), cell: cell, left: i ? 8 : left}));
       });
       caption("Each row: d_k = " + s.dk + " numbers of one piece, for head 1 of layer 1.", box);
     },
@@ -294,27 +297,32 @@
       var att = s.trace.source.layers[HEAD_LAYER].self;
       box.append(grid(att.scores[HEAD], s.src, s.src, "source.layers.0.self.scores.0", s.width,
                       {scores: true, title: "scores q\u00b7k / \u221a" + s.dk + ", head 1"}));
-      caption("Row: the piece asking (its q); column: the piece answering (its k).", box);
+      caption("Rows ask (their q), columns answer (their k).", box);
     },
     // 6. softmax and the weighted sum
     function (s, box) {
       var att = s.trace.source.layers[HEAD_LAYER].self;
       box.append(grid(att.weights[HEAD], s.src, s.src, "source.layers.0.self.weights.0",
-                      s.width, {title: "weights after the softmax, head 1"}));
-      var out = att.concat.map(function (r) { return r.slice(0, s.dk); });
-      var pic = strip(out, s.src, "source.layers.0.self.concat", s.width,
-                      {title: "head 1's output: weights \u00d7 V", cell: 9});
-      box.append(pic);
+                      s.width, {title: "weights after the softmax, head 1", chosen: 0}));
+      // the framed row's output: its weights times the rows of V
+      var out = [att.concat[0].slice(0, s.dk)];
+      box.append(strip(out, s.src.slice(0, 1), "source.layers.0.self.concat", s.width,
+                       {title: "head 1's output for \u201c" + s.src[0] + "\u201d: weights \u00d7 V",
+                        cell: 9}));
     },
     // 7. the heads, concatenated, then W^O
     function (s, box) {
-      var att = s.trace.source.layers[HEAD_LAYER].self;
+      var att = s.trace.source.layers[HEAD_LAYER].self, n = s.src.length;
       var row = el("div", null, "tour-row", box);
+      // small enough for two maps a row on a phone, four on a wide screen
+      var labelW = Math.ceil(chars(s.src) * 6.6) + 10;
+      var headCell = Math.max(6, Math.min(16, Math.floor(140 / n),
+                                          Math.floor((s.width - labelW - 30) / (2 * n))));
       att.weights.forEach(function (P, a) {
         var g = grid(P, a ? s.src.map(function () { return ""; }) : s.src, s.src.map(function () {
           return "";
-        }), "source.layers.0.self.weights." + a, a ? 100 : 100 + chars(s.src) * 7.2,
-                     {title: "head " + (a + 1)});
+        }), "source.layers.0.self.weights." + a, 0,
+                     {title: "head " + (a + 1), cell: headCell});
         var fig = el("figure", null, "tour-head", row);
         fig.append(g);
         el("figcaption", "head " + (a + 1), null, fig);
@@ -322,8 +330,10 @@
       box.append(strip(att.concat, s.src, "source.layers.0.self.concat", s.width,
                        {title: "the " + s.h + " heads' outputs side by side (" + s.d + ")",
                         height: 11}));
-      box.append(strip(att.out, s.src, "source.layers.0.self.out", s.width,
-                       {title: "times W^O", height: 11}));
+      if (n <= 8) {  // a long sentence's rows would not fit one screen twice
+        box.append(strip(att.out, s.src, "source.layers.0.self.out", s.width,
+                         {title: "times W^O", height: 11}));
+      }
     },
     // 8. residual and LayerNorm
     function (s, box) {

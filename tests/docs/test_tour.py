@@ -226,8 +226,9 @@ def test_a_step_address_opens_that_step(browser, origin):
 LONGEST = "nine hundred and ninety-nine thousand nine hundred and ninety-nine"
 
 
-@pytest.mark.parametrize("size", [(1400, 900), (390, 844)], ids=["1400", "390"])
-@pytest.mark.parametrize("sentence", ["", LONGEST], ids=["default", "longest"])
+@pytest.mark.parametrize(("size", "sentence"), [((1400, 900), ""), ((390, 844), ""),
+                                                ((1400, 900), LONGEST)],
+                         ids=["1400", "390", "1400-longest"])
 def test_each_step_fits_one_screen(browser, origin, size, sentence):
     width, height = size
     context, tab, errors = open_tour(browser, origin, width, height)
