@@ -571,6 +571,26 @@
 
   function pieces(model, ids) { return model.tokenizer.tokens(ids); }
 
+  // Pieces that carry no number's meaning: the end of the sentence, "and", bare marks.
+  function meaningless(piece) {
+    var bare = piece.replace(/^\u2581/, "");
+    return piece === "</s>" || piece === "<s>" || bare === "and" || !/[a-z]/.test(bare);
+  }
+
+  // The row of a cross-attention map to open on: of the rows whose largest weight falls on a
+  // piece that carries meaning, the least peaked (where the softmax has work to do); the least
+  // peaked row of all if none does.
+  function meaningfulRow(P, src) {
+    var best = -1, all = 0;
+    P.forEach(function (row, i) {
+      var peak = Math.max.apply(null, row);
+      if (peak < Math.max.apply(null, P[all])) all = i;
+      if (meaningless(src[argmax(row)])) return;
+      if (best < 0 || peak < Math.max.apply(null, P[best])) best = i;
+    });
+    return best < 0 ? all : best;
+  }
+
   // What each lesson's widget draws after a run; `w` is the widget's state.
   var LESSONS = {
     // Attention: one cross-attention map, and the chosen row's scores and weights.
@@ -582,11 +602,12 @@
       var head = Number(w.q("[data-control=head]").value) - 1;
       var S = out.cross.scores[layer][head], P = out.cross.weights[layer][head];
       var src = pieces(model, res.srcIds), tgt = pieces(model, ys.slice(1));
-      // it opens on the row whose weights are most spread, where the softmax has work to do
-      if (w.row === undefined || w.row >= tgt.length || w.rowText !== text) {
-        var peaks = P.map(function (row) { return Math.max.apply(null, row); });
-        w.row = peaks.indexOf(Math.min.apply(null, peaks));
-        w.rowText = text;
+      // it opens on a row that reads a piece carrying meaning (see meaningfulRow)
+      var key = text + "|" + layer + "|" + head;
+      if (w.row === undefined || w.row >= tgt.length || w.rowKey !== key) {
+        w.row = meaningfulRow(P, src);
+        w.rowKey = key;
+        w.rowChosen = false;
       }
       var box = w.out;
       box.replaceChildren();
@@ -597,7 +618,7 @@
       map.dataset.head = head + 1;
       map.appendChild(heatmap(tgt, src, P, S, w.wide ? 36 : 26, {
         chosen: w.row, title: "Cross-attention, layer " + (layer + 1) + ", head " + (head + 1),
-        onRow: function (i) { w.row = i; w.render(); }}));
+        onRow: function (i) { w.row = i; w.rowChosen = true; w.render(); }}));
       box.append(map);
       var table = el("table");
       var head1 = el("tr");
@@ -618,8 +639,16 @@
         body.append(tr);
       });
       table.append(thead, body);
-      box.append(el("p", "Row \u201c" + tgt[w.row] + "\u201d (click a row of the map to choose " +
-                    "another): its scores, then the softmax's weights, which add up to 1."));
+      var read = src[argmax(P[w.row])];
+      var why = w.rowChosen ? "" : " The map opens on it because its largest weight falls on " +
+        "\u201c" + read + "\u201d, a piece that carries meaning (not \u201cand\u201d or " +
+        "</s>), and it is the least sure such row, where the softmax has work to do.";
+      var note = el("p", "Row \u201c" + tgt[w.row] + "\u201d, writing while it reads \u201c" +
+                    read + "\u201d: its scores, then the softmax's weights, which add up to 1. " +
+                    "Click a row of the map to choose another." + why, "live-model__why");
+      note.dataset.row = w.row;
+      note.dataset.reads = read;
+      box.append(note);
       box.append(table);
       return res;
     },
@@ -641,9 +670,8 @@
         var silenced = sw.name === "silence-head" && sw.head === a;
         if (silenced) box.classList.add("live-model__silenced");
         box.append(el("p", "head " + (a + 1) + (silenced ? " (silenced)" : "")));
-        // where the four maps fit side by side, the rows are labelled once, on the first
-        var rows = w.wide && a > 0 ? tgt.map(function () { return ""; }) : tgt;
-        box.append(heatmap(rows, src, P, out.cross.scores[layer][a], 16,
+        // every map labelled and every cell's weight printed, as the lesson's figures are
+        box.append(heatmap(tgt, src, P, out.cross.scores[layer][a], 30,
                            {title: "Cross-attention, layer " + (layer + 1) + ", head " + (a + 1)}));
         maps.append(box);
       });

@@ -336,16 +336,26 @@ def test_a_lesson_loads_the_model_only_on_the_first_interaction(browser, origin,
 def check_lesson(tab, widget, name: str, text: str, reference: Reference) -> None:
     ys = [1, *reference.greedy(text)]
     if name == "attention":
-        widget.locator("svg rect.translator-cell[data-row='1']").first.click()
         maps, _ = reference.maps(text, ys if ys[-1] != EOS else ys[:-1])
         scores, weights = maps["cross", 1]
+        head = int(widget.locator(".live-model__map").get_attribute("data-head")) - 1
+        # it opens on the row that reads the tens, with a word of why
+        why = widget.locator(".live-model__why")
+        row = int(why.get_attribute("data-row"))
+        assert why.get_attribute("data-reads") == "\u2581forty-"
+        assert int(weights[0, head, row].argmax()) == reference.src(text).index(
+            reference.tokenizer.tokenizer.token_to_id("\u2581forty-"))
+        assert "because its largest weight falls on" in why.inner_text()
+        widget.locator("svg rect.translator-cell[data-row='1']").first.click()
+        widget.locator(".live-model__why[data-row='1']").wait_for()
+        assert "because" not in widget.locator(".live-model__why").inner_text()
         rows = widget.locator("tbody tr")
         assert rows.count() == weights.size(-1)
         for j in range(rows.count()):
             score = float(rows.nth(j).get_attribute("data-score"))
             weight = float(rows.nth(j).get_attribute("data-weight"))
-            assert abs(score - float(scores[0, 0, 1, j])) < TOLERANCE * max(1, abs(score))
-            assert abs(weight - float(weights[0, 0, 1, j])) < TOLERANCE
+            assert abs(score - float(scores[0, head, 1, j])) < TOLERANCE * max(1, abs(score))
+            assert abs(weight - float(weights[0, head, 1, j])) < TOLERANCE
         widget.locator("select[data-control=switch]").select_option("no-scale")
         tab.wait_for_function("() => document.querySelector(\".live-model[data-lesson="
                               "'attention']\").dataset.switch === 'no-scale'")
@@ -354,6 +364,16 @@ def check_lesson(tab, widget, name: str, text: str, reference: Reference) -> Non
         assert widget.get_attribute("data-output") == want
     elif name == "heads":
         assert widget.locator(".live-model__map").count() == reference.model.config.h
+        # every cell of every head prints its weight, PyTorch's to two decimals
+        maps, _ = reference.maps(text, ys if ys[-1] != EOS else ys[:-1])
+        _, weights = maps["cross", 1]
+        for head in range(reference.model.config.h):
+            grid = widget.locator(f".live-model__map[data-head='{head + 1}']")
+            printed = grid.locator("text.translator-value").evaluate_all(
+                "(texts) => texts.map((t) => t.textContent)")
+            want = weights[0, head].flatten().tolist()
+            assert len(printed) == len(want), head
+            assert all(abs(float(p) - w) <= 0.005 + TOLERANCE for p, w in zip(printed, want))
         widget.locator("select[data-control=head]").select_option("3")
         widget.locator("select[data-control=switch]").select_option("silence-head")
         tab.wait_for_function("() => document.querySelector(\".live-model[data-lesson="
