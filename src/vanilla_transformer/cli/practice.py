@@ -3,8 +3,11 @@
 - `practice start DIR` writes one starter file per step, and a README with their order
   ([`write_starters`][vanilla_transformer.practice.write_starters]);
 - `practice check STEP FILE.py` checks the function or class of that step's name in the file
-  with [`check`][vanilla_transformer.practice.check], prints the message and exits with 0 on a
-  pass, 1 on a failure and 2 when the file does not load (never a traceback).
+  with [`check`][vanilla_transformer.practice.check], in a child process under a time limit
+  (`--timeout`, default `DEFAULT_TIMEOUT` seconds), passes through what the code prints
+  (capped), prints the message and exits with 0 on a pass only, 1 on a failure (a wrong
+  result, an error, `exit()`, a crash, the time limit) and 2 when the file does not load or
+  the check itself fails (never a traceback).
 
 Parsing and `--help` import no PyTorch. Walked through on the *Rebuild it yourself* page.
 """
@@ -15,7 +18,10 @@ import argparse
 import sys
 from typing import Any
 
-__all__ = ["STEP_NAMES", "register", "run_start", "run_check"]
+__all__ = ["STEP_NAMES", "DEFAULT_TIMEOUT", "register", "run_start", "run_check"]
+
+DEFAULT_TIMEOUT = 120.0
+"""Seconds a check may run, PyTorch's start included, before it is stopped as a failure."""
 
 STEP_NAMES = ("subsequent_mask", "attention", "multi_head_attention", "feed_forward",
               "positional_encoding", "embeddings", "layer_norm", "sublayer", "encoder_layer",
@@ -60,12 +66,17 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     check = actions.add_parser(
         "check", help="check one step of your code",
         description="Check the function or class of STEP's name in FILE against the package's. "
-                    "Exit status: 0 passed, 1 failed, 2 the file does not load.",
+                    "Your code runs in a child process under a time limit. Exit status: 0 "
+                    "passed, 1 failed (a wrong result, an error, exit(), a crash or the time "
+                    "limit), 2 the file does not load.",
         epilog="steps, in order: " + ", ".join(STEP_NAMES))
     check.add_argument("step", metavar="STEP", choices=STEP_NAMES, help="the step to check")
     check.add_argument("file", metavar="FILE", help="your .py file")
     check.add_argument("--seed", type=int, default=0,
                        help="make other inputs (default 0)")
+    check.add_argument("--timeout", metavar="SECONDS", type=_seconds, default=DEFAULT_TIMEOUT,
+                       help="stop the check as a failure after this many seconds "
+                            f"(default {DEFAULT_TIMEOUT:g})")
     check.set_defaults(handler=run_check)
     return parser
 
@@ -86,30 +97,35 @@ def run_start(args: argparse.Namespace) -> int:
     return 0
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
+
+
 def _error(message: str) -> int:
     print(f"vanilla-transformer practice check: error: {message}", file=sys.stderr, flush=True)
     return 2
 
 
 def run_check(args: argparse.Namespace) -> int:
-    """Check one step of a file; print the message.
+    """Check one step of a file in a child process; print its output and the message.
 
     Returns:
         0 on a pass, 1 on a failure, 2 if the file does not load or lacks the step's name.
     """
-    from ..practice import OBJECTS, check
-    from ..practice._starters import LoadError, load_file
+    from .practice_process import run_child
 
-    try:
-        module = load_file(args.file)
-    except LoadError as error:
-        return _error(str(error))
-    if args.step == "translator":
-        implementation: Any = module
-    else:
-        name = OBJECTS[args.step]
-        if not hasattr(module, name):
-            return _error(f"{args.file} has no {name}: the {args.step} step checks the "
-                          f"function or class named {name}")
-        implementation = getattr(module, name)
-    return 0 if check(args.step, implementation, seed=args.seed).passed else 1
+    outcome = run_child(args.step, args.file, seed=args.seed, timeout=args.timeout,
+                        folder=getattr(args, "weights", None))
+    if outcome.printed:
+        print("Your code printed:", flush=True)
+        print(outcome.printed, end="" if outcome.printed.endswith("\n") else "\n", flush=True)
+    if outcome.error:
+        return _error(outcome.message)
+    print(outcome.message, flush=True)
+    return outcome.code

@@ -1,0 +1,62 @@
+"""`practice check` runs the learner's code in a child process: a check always ends, and only a
+pass exits 0, whatever the code does (loops forever, calls exit(), ends the process, prints
+without end)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from vanilla_transformer.cli import main
+from vanilla_transformer.cli.practice_process import OUTPUT_LINES
+
+
+def _check(tmp_path: Path, body: str, *extra: str) -> int:
+    (tmp_path / "subsequent_mask.py").write_text(body)
+    return main(["practice", "check", "subsequent_mask", str(tmp_path / "subsequent_mask.py"),
+                 *extra])
+
+
+def test_an_infinite_loop_ends_at_the_time_limit(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    body = "def subsequent_mask(size):\n    n = 0\n    while True:\n        n += 1\n"
+    assert _check(tmp_path, body, "--timeout", "40") == 1
+    out = " ".join(capsys.readouterr().out.split())
+    assert "did not finish within 40 seconds" in out
+    assert "did not return: subsequent_mask (subsequent_mask.py, line " in out
+
+
+@pytest.mark.parametrize(("body", "said"), [
+    ("def subsequent_mask(size):\n    exit()\n",
+     "subsequent_mask (subsequent_mask.py, line 2: exit()) called exit() or sys.exit()"),
+    ("import sys\nsys.exit(0)\ndef subsequent_mask(size):\n    pass\n",
+     "subsequent_mask.py as it loads (line 2: sys.exit(0)) called exit() or sys.exit(0)"),
+    ("import os\ndef subsequent_mask(size):\n    os._exit(0)\n",
+     "your code ended the check's process (exit status 0) before the check finished"),
+], ids=["exit() in the function", "sys.exit(0) as the file loads", "os._exit(0)"])
+def test_ending_the_process_is_a_failure(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                         body: str, said: str) -> None:
+    assert _check(tmp_path, body) == 1
+    out = " ".join(capsys.readouterr().out.split())
+    assert out.startswith("subsequent_mask: FAILED:") and said in out
+
+
+def test_printed_output_is_passed_through_capped(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    body = ("import torch\ndef subsequent_mask(size):\n    for i in range(50):\n"
+            "        print('row', i)\n"
+            "    return torch.ones(1, size, size, dtype=torch.bool).tril()\n")
+    assert _check(tmp_path, body) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "Your code printed:" and out[1] == "row 0"
+    assert out[OUTPUT_LINES] == f"row {OUTPUT_LINES - 1}" and f"row {OUTPUT_LINES}" not in out
+    assert "left out" in out[OUTPUT_LINES + 1]
+    assert out[-1] == "subsequent_mask: passed, on all 12 inputs."
+
+
+def test_the_time_limit_is_stated_in_help(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["practice", "check", "--help"]) == 0
+    assert "(default 120)" in " ".join(capsys.readouterr().out.split())
+    assert main(["practice", "check", "attention", "a.py", "--timeout", "0"]) == 2
+    assert "expected a positive number of seconds" in capsys.readouterr().err
