@@ -170,7 +170,7 @@ def test_each_classic_mistake_is_named(step: str, make: Callable[[], Any], mista
 
 UNCATALOGUED = [
     ("sublayer", lambda: _subclass("sublayer", sub_norm_twice), "output"),
-    ("encoder_layer", lambda: _subclass("encoder_layer", enc_no_feed_forward), "output"),
+    ("encoder_layer", lambda: _subclass("encoder_layer", enc_no_feed_forward), "feed-forward"),
     ("decoder_layer", lambda: _subclass("decoder_layer", dec_values_from_decoder),
      "source attention"),
 ]
@@ -183,6 +183,12 @@ def test_other_mistakes_name_the_first_stage_that_differs(step: str, make: Calla
     assert not result.passed and result.mistake is None
     assert result.stage == stage, result.message
     assert f"First stage that differs: {stage} (" in result.message
+
+
+def test_a_module_never_called_is_said() -> None:
+    result = check("encoder_layer", _subclass("encoder_layer", enc_no_feed_forward), quiet=True)
+    message = " ".join(result.message.split())
+    assert "feed-forward (the output of feed_forward): your code never called it." in message
 
 
 def test_a_wrong_layer_norm_shows_in_the_sublayer_as_the_norm_stage() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import random
+from functools import partial
 from typing import Any, ClassVar
 
 import torch
@@ -19,7 +20,15 @@ from ..model.embeddings import Embeddings, PositionalEncoding
 from ..model.layers import LayerNorm, PositionwiseFeedForward
 from ..model.masks import subsequent_mask
 from ._core import Case, Mistake, Outputs, Step
-from ._inputs import FixedDropout, load_reference, mask_text, random_mask, shape, tapped
+from ._inputs import (
+    FixedDropout,
+    distinct_weights,
+    load_reference,
+    mask_text,
+    random_mask,
+    shape,
+    tapped,
+)
 
 __all__ = ["SubsequentMask", "Attention", "MultiHeadAttention", "FeedForward",
            "PositionalEncodingStep", "EmbeddingsStep", "LayerNormStep"]
@@ -68,17 +77,19 @@ class SubsequentMask(Step):
 
 
 # ---------------------------------------------------------------- attention
-def _attention_variant(case: Case, *, scale: bool = True, axis: int = -1, invert: bool = False,
+def _attention_variant(case: Case, *, scale: str = "sqrt", axis: int = -1, invert: bool = False,
                        after: bool = False, fill: float = -1e9, dropout_on: str = "weights",
                        return_before: bool = False) -> Outputs:
     q, k, v, mask = (case.data[n] for n in ("query", "key", "value", "mask"))
     dropout = case.data["dropout"]
     scores = q @ k.transpose(-2, -1)
-    if scale:
-        scores = scores / math.sqrt(q.size(-1))
+    if scale in ("sqrt", "d_k"):
+        scores = scores / (math.sqrt(q.size(-1)) if scale == "sqrt" else q.size(-1))
     if mask is not None and not after:
         scores = scores.masked_fill((mask != 0) if invert else (mask == 0), fill)
     p = scores.softmax(dim=axis)
+    if scale == "after":
+        p = p / math.sqrt(q.size(-1))
     if mask is not None and after:
         p = p.masked_fill(mask == 0, 0.0)
     kept = p
@@ -98,7 +109,18 @@ class Attention(Step):
     mistakes = (
         Mistake("no √d_k scale",
                 "Divide the scores Q K^T by math.sqrt(d_k), where d_k = query.size(-1), "
-                "before the softmax.", lambda c: _attention_variant(c, scale=False)),
+                "before the softmax.", lambda c: _attention_variant(c, scale="none")),
+        Mistake("scores scaled by d_k instead of √d_k",
+                "Divide by the square root of d_k, math.sqrt(query.size(-1)), not by d_k.",
+                lambda c: _attention_variant(c, scale="d_k")),
+        Mistake("the scale applied after the softmax",
+                "Divide the scores by math.sqrt(d_k) before the softmax: dividing the weights "
+                "after it leaves rows that no longer sum to 1.",
+                lambda c: _attention_variant(c, scale="after")),
+        Mistake("masked scores filled with 0 instead of -1e9",
+                "A score of 0 still gets weight after the softmax: fill the masked scores "
+                "with -1e9 so that they get (almost) none.",
+                lambda c: _attention_variant(c, fill=0.0)),
         Mistake("softmax over the wrong axis",
                 "Each query's weights over the keys must sum to 1: softmax over the last "
                 "axis (dim=-1), the keys.", lambda c: _attention_variant(c, axis=-2)),
@@ -161,7 +183,8 @@ class Attention(Step):
 
 # ---------------------------------------------------------------- multi-head attention
 def _mha_variant(case: Case, *, split: str = "ok", merge: str = "ok", scale: str = "d_k",
-                 unsqueeze: bool = True) -> Outputs:
+                 unsqueeze: bool = True, order: tuple[int, int, int] = (0, 1, 2),
+                 w_o: bool = True) -> Outputs:
     ref: MultiHeadedAttention = case.data["reference"]
     query, key, value, mask = (case.data[n] for n in ("query", "key", "value", "mask"))
     h, d_k = ref.h, ref.d_k
@@ -172,7 +195,8 @@ def _mha_variant(case: Case, *, split: str = "ok", merge: str = "ok", scale: str
             return x.view(b, h, -1, d_k)
         return x.view(b, -1, h, d_k).transpose(1, 2)
 
-    q, k, v = (heads(lin(x)) for lin, x in zip(ref.linears, (query, key, value), strict=False))
+    projections = [ref.linears[i] for i in order]
+    q, k, v = (heads(lin(x)) for lin, x in zip(projections, (query, key, value), strict=True))
     if mask is not None and unsqueeze:
         mask = mask.unsqueeze(1)
     scores = q @ k.transpose(-2, -1) / math.sqrt(d_k if scale == "d_k" else h * d_k)
@@ -185,7 +209,26 @@ def _mha_variant(case: Case, *, split: str = "ok", merge: str = "ok", scale: str
         merged = x.permute(0, 2, 3, 1).reshape(b, -1, h * d_k)
     else:
         merged = x.transpose(1, 2).reshape(b, -1, h * d_k)
-    return {"merged heads": merged, "output": ref.linears[3](merged)}
+    return {"merged heads": merged, "output": ref.linears[3](merged) if w_o else merged}
+
+
+_SWAPS = [(1, 0, 2), (2, 1, 0), (0, 2, 1), (1, 2, 0), (2, 0, 1)]
+
+
+def _projection_mistakes() -> tuple[Mistake, ...]:
+    swapped = tuple(
+        Mistake("the Q, K and V projections swapped",
+                "linears[0] projects the query, linears[1] the key and linears[2] the value, "
+                "in that order: zip(self.linears, (query, key, value)).",
+                partial(_mha_variant, order=order))
+        for order in _SWAPS)
+    reused = tuple(
+        Mistake(f"one projection, linears[{i}], used for query, key and value",
+                "Each of query, key and value has its own projection: linears[0], [1] and [2] "
+                "(W^Q, W^K, W^V), and linears[3] is W^O.",
+                partial(_mha_variant, order=(i, i, i)))
+        for i in range(4))
+    return swapped + reused
 
 
 _MHA_TAPS = [("query projection", "linears.0", False), ("key projection", "linears.1", False),
@@ -220,6 +263,10 @@ class MultiHeadAttention(Step):
                 "A mask of shape (batch, 1 or query_len, key_len) needs .unsqueeze(1) to "
                 "apply the same mask to every head.",
                 lambda c: _mha_variant(c, unsqueeze=False)),
+        Mistake("W^O left out: the merged heads are returned without the output projection",
+                "Return self.linears[3](x), the merged heads times W^O.",
+                lambda c: _mha_variant(c, w_o=False)),
+        *_projection_mistakes(),
     )
 
     def cases(self, seed: int) -> list[Case]:
@@ -238,6 +285,7 @@ class MultiHeadAttention(Step):
             if kind == "subsequent" and mask is not None:
                 mask = mask[0:1]
             reference = MultiHeadedAttention(h, d_model, dropout=0.0).eval()
+            distinct_weights(reference, g)
             text = (f"h={h}, d_model={d_model}, {shape('query', query)}, "
                     + (f"{shape('key = value', key)} (cross-attention)" if cross
                        else "key = value = query (self-attention)")

@@ -11,14 +11,18 @@ the step's classic mistakes, so a known mistake is named with its fix.
 
 from __future__ import annotations
 
+import sys
 import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
 from typing import Any, ClassVar
 
 import torch
 
-__all__ = ["Outputs", "Case", "Mistake", "Step", "CheckResult", "tensor_difference", "run_step"]
+__all__ = ["Outputs", "Case", "Mistake", "Step", "CheckResult", "tensor_difference", "run_step",
+           "raised_where", "error_sentence"]
 
 Outputs = dict[str, Any]
 """A step's outputs, stage by stage in the order they are computed; the last is the result."""
@@ -72,6 +76,7 @@ class Step:
         tolerance: `(rtol, atol)` for every float comparison, or `None` for the dtype's own
             (the positional table is float32 whatever the input's dtype, so its step uses
             float32's).
+        optional: stages the learner's code may lack (not a module that must be called).
     """
 
     name = ""
@@ -81,6 +86,7 @@ class Step:
     stages: ClassVar[dict[str, str]] = {}
     mistakes: tuple[Mistake, ...] = ()
     tolerance: tuple[float, float] | None = None
+    optional: frozenset[str] = frozenset()
 
     def cases(self, seed: int) -> list[Case]:
         """The inputs, made from `seed` (every case has its own reference weights)."""
@@ -234,14 +240,28 @@ def _short(value: object) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+NEVER_CALLED = "never called"
+"""The text of a stage that the learner's code did not reach, while a later stage differs."""
+
+
 def _first_difference(expected: Outputs, got: Outputs,
-                      tolerance: tuple[float, float] | None = None) -> tuple[str, str] | None:
-    """The first stage of `expected` that `got` has and that differs, with the sentence."""
+                      tolerance: tuple[float, float] | None = None,
+                      optional: frozenset[str] = frozenset()) -> tuple[str, str] | None:
+    """The first stage of `expected` that differs in `got`, with the sentence.
+
+    A stage missing from `got` (a module never called) is skipped while the later stages
+    agree; if a later one differs, the missing stage is the one reported, as never called,
+    unless it is `optional` (a stage the learner's code may legitimately lack)."""
+    missing = None
     for stage, value in expected.items():
         if stage not in got:
+            if missing is None and stage not in optional:
+                missing = stage
             continue
         text = tensor_difference(value, got[stage], stage, tolerance)
         if text is not None:
+            if missing is not None:
+                return missing, f"{NEVER_CALLED}; later, {text}"
             return stage, text
     return None
 
@@ -279,11 +299,60 @@ def _paragraph(label: str, text: str) -> str:
                          break_on_hyphens=False)
 
 
-def _error_text(error: BaseException) -> str:
+def _error_text(error: BaseException, limit: int = 300) -> str:
+    """The error in one line, cut at a word boundary after about `limit` characters."""
     text = " ".join(str(error).split())
-    if len(text) > 160:
-        text = text[:157] + "..."
+    if len(text) > limit:
+        text = text[:limit].rsplit(" ", 1)[0] + " ..."
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def _folder(implementation: Any) -> Path | None:
+    """The folder of the file that defines `implementation` (a function, class or module)."""
+    if isinstance(implementation, ModuleType):
+        file = getattr(implementation, "__file__", None)
+    else:
+        module = sys.modules.get(getattr(implementation, "__module__", "") or "")
+        file = getattr(module, "__file__", None) if module is not None else None
+        code = getattr(implementation, "__code__", None)
+        file = getattr(code, "co_filename", file)
+    return Path(file).resolve().parent if isinstance(file, str) else None
+
+
+def raised_where(error: BaseException, implementation: Any) -> str | None:
+    """`"MultiHeadedAttention.forward (multi_head_attention.py, line 30)"`: the learner's
+    innermost function on the error's traceback, or `None` if none of the learner's code is on
+    it (the error was raised by the package)."""
+    folder = _folder(implementation)
+    if folder is None:
+        return None
+    found = None
+    tb = error.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if Path(code.co_filename).resolve().parent == folder:
+            found = (getattr(code, "co_qualname", code.co_name), Path(code.co_filename).name,
+                     tb.tb_lineno)
+        tb = tb.tb_next
+    if found is None:
+        return None
+    name, file, line = found
+    name = name.rsplit("<locals>.", 1)[-1]
+    return f"{name} ({file}, line {line})" if name != "<module>" else f"{file}, line {line}"
+
+
+def error_sentence(error: BaseException, implementation: Any, what: str) -> tuple[str, str]:
+    """`(label, text)` saying who raised `error`: the learner's function, the way the
+    learner's module is built, or the check on what the learner's code returned."""
+    from ._inputs import StructureError
+
+    if isinstance(error, StructureError):
+        return "Your code is not built as the reference: ", " ".join(str(error).split()) + "."
+    where = raised_where(error, implementation)
+    if where is not None:
+        return f"Your {where} raised ", _error_text(error).rstrip(".") + "."
+    return (f"What your {what} gave could not be checked: ",
+            _error_text(error, 1000).rstrip(".") + ".")
 
 
 def run_step(step: Step, implementation: Any, seed: int = 0) -> CheckResult:
@@ -318,7 +387,7 @@ def run_step(step: Step, implementation: Any, seed: int = 0) -> CheckResult:
             except Exception as error:  # noqa: BLE001 - the learner's code may raise anything
                 failures.append(_Failure(case, expected, error=error))
                 continue
-            difference = _first_difference(expected, got, step.tolerance)
+            difference = _first_difference(expected, got, step.tolerance, step.optional)
             if difference is not None:
                 failures.append(_Failure(case, expected, got, difference=difference))
             elif len(passes) < 3:
@@ -327,22 +396,25 @@ def run_step(step: Step, implementation: Any, seed: int = 0) -> CheckResult:
             message = f"{step.name}: passed, on all {len(cases)} inputs."
             return CheckResult(step.name, True, message, len(cases), 0)
         mistake = next((m for m in step.mistakes if _matches(m, failures, passes, step.tolerance)), None)
-    return _failed(step, cases, failures, mistake)
+    return _failed(step, cases, failures, mistake, implementation)
 
 
 def _failed(step: Step, cases: Sequence[Case], failures: Sequence[_Failure],
-            mistake: Mistake | None) -> CheckResult:
+            mistake: Mistake | None, implementation: Any) -> CheckResult:
     first = failures[0]
     lines = [f"{step.name}: FAILED on {len(failures)} of {len(cases)} inputs.",
              _paragraph("Smallest input that shows it: ", first.case.description + ".")]
     stage = None
     if first.error is not None:
-        lines.append(_paragraph(f"Your {step.obj} raised ", _error_text(first.error).rstrip(".")
-                                + "."))
+        lines.append(_paragraph(*error_sentence(first.error, implementation, step.obj)))
     elif first.difference is not None:
         stage, text = first.difference
-        if len(first.expected) > 1:
-            where = step.stages.get(stage, stage)
+        where = step.stages.get(stage, stage)
+        if text.startswith(NEVER_CALLED):
+            lines.append(_paragraph("First stage that differs: ",
+                                    f"{stage} ({where}): your code never called it."))
+            text = text.removeprefix(f"{NEVER_CALLED}; later, ")
+        elif len(first.expected) > 1:
             lines.append(_paragraph("First stage that differs: ", f"{stage} ({where})."))
         lines.append(_paragraph("First value that differs: ", text + "."))
     if mistake is not None:

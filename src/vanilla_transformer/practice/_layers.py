@@ -23,7 +23,7 @@ from ..model.encoder_decoder import EncoderDecoder, make_model
 from ..model.layers import PositionwiseFeedForward, SublayerConnection
 from ..model.masks import subsequent_mask
 from ._core import Case, Mistake, Outputs, Step
-from ._inputs import load_reference, mask_text, shape, tapped
+from ._inputs import StructureError, distinct_weights, load_reference, mask_text, shape, tapped
 
 __all__ = ["Sublayer", "EncoderLayerStep", "DecoderLayerStep", "EncoderDecoderStep"]
 
@@ -192,6 +192,7 @@ class EncoderLayerStep(Step):
             attn, ff = _parts(h, d_model, d_ff)
             reference = EncoderLayer(d_model, attn, ff, 0.0, norm_first=norm_first,
                                      layer_norm=layer_norm).eval()
+            distinct_weights(reference, g)
             _randomise_norms(reference, g)
             text = (f"h={h}, d_model={d_model}, d_ff={d_ff}, "
                     f"{_arrangement(norm_first, layer_norm)}, {shape('x', x)}, "
@@ -277,8 +278,7 @@ class DecoderLayerStep(Step):
             attn, ff = _parts(h, d_model, d_ff)
             reference = DecoderLayer(d_model, attn, copy.deepcopy(attn), ff, 0.0,
                                      norm_first=norm_first, layer_norm=layer_norm).eval()
-            for p in reference.src_attn.parameters():
-                nn.init.normal_(p, std=0.5, generator=g)
+            distinct_weights(reference, g)
             _randomise_norms(reference, g)
             text = (f"h={h}, d_model={d_model}, {_arrangement(norm_first, layer_norm)}, "
                     f"{shape('x', x)}, {shape('memory', memory)}, {mask_text('src_mask', src_mask)}, "
@@ -403,7 +403,7 @@ class EncoderDecoderStep(Step):
         d = case.data
         model = implementation(**d["args"])
         if d["args"]["tie_weights"] and isinstance(model, nn.Module) and not _tied(model):
-            raise ValueError("with tie_weights=True, src_embed[0].lut.weight, "
+            raise StructureError("with tie_weights=True, src_embed[0].lut.weight, "
                              "tgt_embed[0].lut.weight and generator.proj.weight must be one "
                              "and the same Parameter")
         load_reference(model, d["reference"], "make_model")
@@ -411,7 +411,7 @@ class EncoderDecoderStep(Step):
             try:
                 model.get_submodule(path)
             except AttributeError:
-                raise ValueError(f"your model has no {path} (the {stage}): build the model as "
+                raise StructureError(f"your model has no {path} (the {stage}): build the model as "
                                  "make_model's docstring shows, so that every stage has its "
                                  "place") from None
         model.eval()
