@@ -130,6 +130,21 @@ def _make_model_with_generator(forward: Callable[[Any, torch.Tensor], torch.Tens
     return module.make_model
 
 
+def _make_model_with(name: str, method: Callable[..., Any]) -> Any:
+    module = answer("encoder_decoder")
+    module.EncoderDecoder = type("Buggy", (module.EncoderDecoder,), {name: method})
+    return module.make_model
+
+
+def decode_with_source_embedding(self: Any, memory: Any, src_mask: Any, tgt: Any,
+                                 tgt_mask: Any) -> Any:
+    return self.decoder(self.src_embed(tgt), memory, src_mask, tgt_mask)
+
+
+def forward_with_generator(self: Any, src: Any, tgt: Any, src_mask: Any, tgt_mask: Any) -> Any:
+    return self.generator(self.decode(self.encode(src, src_mask), src_mask, tgt, tgt_mask))
+
+
 CATALOGUED: list[tuple[str, Callable[[], Any], str]] = [
     ("sublayer", lambda: _subclass("sublayer", sub_swapped), "the two arrangements swapped"),
     ("sublayer", lambda: _subclass("sublayer", sub_always_pre),
@@ -156,6 +171,10 @@ CATALOGUED: list[tuple[str, Callable[[], Any], str]] = [
     ("encoder_decoder",
      lambda: _make_model_with_generator(lambda self, x: self.proj(x).softmax(-1)),
      "the generator returns probabilities (softmax), not log-probabilities"),
+    ("encoder_decoder", lambda: _make_model_with("decode", decode_with_source_embedding),
+     "decode() embeds the target with the source embedding"),
+    ("encoder_decoder", lambda: _make_model_with("forward", forward_with_generator),
+     "forward() applies the generator"),
 ]
 
 

@@ -79,13 +79,15 @@ class SubsequentMask(Step):
 # ---------------------------------------------------------------- attention
 def _attention_variant(case: Case, *, scale: str = "sqrt", axis: int = -1, invert: bool = False,
                        after: bool = False, fill: float = -1e9, dropout_on: str = "weights",
-                       return_before: bool = False) -> Outputs:
+                       return_before: bool = False, added: bool = False) -> Outputs:
     q, k, v, mask = (case.data[n] for n in ("query", "key", "value", "mask"))
     dropout = case.data["dropout"]
     scores = q @ k.transpose(-2, -1)
     if scale in ("sqrt", "d_k"):
         scores = scores / (math.sqrt(q.size(-1)) if scale == "sqrt" else q.size(-1))
-    if mask is not None and not after:
+    if mask is not None and added:
+        scores = scores + torch.zeros(mask.shape, dtype=scores.dtype).masked_fill(mask == 0, fill)
+    elif mask is not None and not after:
         scores = scores.masked_fill((mask != 0) if invert else (mask == 0), fill)
     p = scores.softmax(dim=axis)
     if scale == "after":
@@ -135,6 +137,11 @@ class Attention(Step):
                 "A query whose every key is masked then gets NaN weights: fill with a large "
                 "finite negative number, -1e9, so such a row gets uniform weights.",
                 lambda c: _attention_variant(c, fill=float("-inf"))),
+        Mistake("a float mask of -1e9 added to the scores, not filled in",
+                "Adding -1e9 keeps the differences between masked scores in float64, so a "
+                "fully masked row is not uniform: set them to -1e9 with "
+                "scores.masked_fill(mask == 0, -1e9).",
+                lambda c: _attention_variant(c, added=True)),
         Mistake("dropout applied to the output instead of the weights",
                 "Apply dropout to the attention weights, then multiply by value (and return "
                 "the weights after dropout).", lambda c: _attention_variant(c, dropout_on="output")),

@@ -307,8 +307,13 @@ def _error_text(error: BaseException, limit: int = 300) -> str:
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
+_PACKAGE = Path(__file__).resolve().parents[1]
+_TORCH = Path(torch.__file__).resolve().parent
+
+
 def _folder(implementation: Any) -> Path | None:
-    """The folder of the file that defines `implementation` (a function, class or module)."""
+    """The folder of the file that defines `implementation` (a function, class, module or
+    instance), or `None` if it is the package's own."""
     if isinstance(implementation, ModuleType):
         file = getattr(implementation, "__file__", None)
     else:
@@ -316,21 +321,22 @@ def _folder(implementation: Any) -> Path | None:
         file = getattr(module, "__file__", None) if module is not None else None
         code = getattr(implementation, "__code__", None)
         file = getattr(code, "co_filename", file)
-    return Path(file).resolve().parent if isinstance(file, str) else None
-
-
-def raised_where(error: BaseException, implementation: Any) -> str | None:
-    """`"MultiHeadedAttention.forward (multi_head_attention.py, line 30)"`: the learner's
-    innermost function on the error's traceback, or `None` if none of the learner's code is on
-    it (the error was raised by the package)."""
-    folder = _folder(implementation)
-    if folder is None:
+    if not isinstance(file, str):
         return None
+    folder = Path(file).resolve().parent
+    return None if folder.is_relative_to(_PACKAGE) or folder.is_relative_to(_TORCH) else folder
+
+
+def raised_where(error: BaseException, *implementations: Any) -> str | None:
+    """`"MultiHeadedAttention.forward (multi_head_attention.py, line 30)"`: the learner's
+    innermost function on the error's traceback (the learner's code being the files beside
+    `implementations`), or `None` if none of it is on the traceback."""
+    folders = {f for f in map(_folder, implementations) if f is not None}
     found = None
     tb = error.__traceback__
     while tb is not None:
         code = tb.tb_frame.f_code
-        if Path(code.co_filename).resolve().parent == folder:
+        if Path(code.co_filename).resolve().parent in folders:
             found = (getattr(code, "co_qualname", code.co_name), Path(code.co_filename).name,
                      tb.tb_lineno)
         tb = tb.tb_next
@@ -341,14 +347,15 @@ def raised_where(error: BaseException, implementation: Any) -> str | None:
     return f"{name} ({file}, line {line})" if name != "<module>" else f"{file}, line {line}"
 
 
-def error_sentence(error: BaseException, implementation: Any, what: str) -> tuple[str, str]:
+def error_sentence(error: BaseException, implementation: Any, what: str,
+                   *more: Any) -> tuple[str, str]:
     """`(label, text)` saying who raised `error`: the learner's function, the way the
     learner's module is built, or the check on what the learner's code returned."""
     from ._inputs import StructureError
 
     if isinstance(error, StructureError):
         return "Your code is not built as the reference: ", " ".join(str(error).split()) + "."
-    where = raised_where(error, implementation)
+    where = raised_where(error, implementation, *more)
     if where is not None:
         return f"Your {where} raised ", _error_text(error).rstrip(".") + "."
     return (f"What your {what} gave could not be checked: ",
@@ -409,13 +416,14 @@ def _failed(step: Step, cases: Sequence[Case], failures: Sequence[_Failure],
         lines.append(_paragraph(*error_sentence(first.error, implementation, step.obj)))
     elif first.difference is not None:
         stage, text = first.difference
-        where = step.stages.get(stage, stage)
+        where = step.stages.get(stage)
+        named = f"{stage} ({where})" if where else stage
         if text.startswith(NEVER_CALLED):
             lines.append(_paragraph("First stage that differs: ",
-                                    f"{stage} ({where}): your code never called it."))
+                                    f"{named}: your code never called it."))
             text = text.removeprefix(f"{NEVER_CALLED}; later, ")
         elif len(first.expected) > 1:
-            lines.append(_paragraph("First stage that differs: ", f"{stage} ({where})."))
+            lines.append(_paragraph("First stage that differs: ", f"{named}."))
         lines.append(_paragraph("First value that differs: ", text + "."))
     if mistake is not None:
         lines.append(_paragraph("Classic mistake: ", f"{mistake.name}. {mistake.fix}"))

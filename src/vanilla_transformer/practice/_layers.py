@@ -334,6 +334,17 @@ def _generator_variant(case: Case, how: str) -> Outputs:
     return {"log-probabilities": logits if how == "logits" else logits.softmax(-1)}
 
 
+def _model_variant(case: Case, how: str) -> Outputs:
+    ref: EncoderDecoder = case.data["reference"]
+    d = case.data
+    memory = ref.encode(d["src"], d["src_mask"])
+    if how == "source embedding":
+        decoded = ref.decoder(ref.src_embed(d["tgt"]), memory, d["src_mask"], d["tgt_mask"])
+        return {"decoder states": decoded, "decode()": decoded}
+    states = ref.decode(memory, d["src_mask"], d["tgt"], d["tgt_mask"])
+    return {"decoder states": ref.generator(states)}
+
+
 def _tied(model: nn.Module) -> bool:
     try:
         weights = [model.get_submodule(p).weight for p in ("src_embed.0.lut", "tgt_embed.0.lut",
@@ -347,7 +358,13 @@ class EncoderDecoderStep(Step):
     name, obj, kind = "encoder_decoder", "make_model", "function"
     summary = ("make_model(src_vocab, tgt_vocab, N=6, d_model=512, d_ff=2048, h=8, dropout=0.1, "
                "*, norm_first, layer_norm, tie_weights, generator_bias, max_len)")
-    stages: ClassVar[dict[str, str]] = {"log-probabilities": "model.generator(states)",
+    stages: ClassVar[dict[str, str]] = {
+              "source embeddings": "model.src_embed[0]",
+              "source positional encoding": "model.src_embed[1]",
+              "encoder output": "model.encoder", "target embeddings": "model.tgt_embed[0]",
+              "target positional encoding": "model.tgt_embed[1]",
+              "decoder output": "model.decoder",
+              "log-probabilities": "model.generator(states)",
               "encode()": "model.encode(src, src_mask)",
               "decode()": "model.decode(memory, src_mask, tgt, tgt_mask)",
               "decoder states": "model(src, tgt, src_mask, tgt_mask)"}
@@ -358,6 +375,13 @@ class EncoderDecoderStep(Step):
         Mistake("the generator returns probabilities (softmax), not log-probabilities",
                 "Use log_softmax(..., dim=-1) instead of softmax.",
                 lambda c: _generator_variant(c, "softmax")),
+        Mistake("decode() embeds the target with the source embedding",
+                "The decoder reads the target sentence: self.decoder(self.tgt_embed(tgt), "
+                "memory, src_mask, tgt_mask).", lambda c: _model_variant(c, "source embedding")),
+        Mistake("forward() applies the generator",
+                "forward returns the decoder's states, (batch, tgt_len, d_model); the "
+                "generator is applied separately, by the loss and by decoding.",
+                lambda c: _model_variant(c, "generator")),
     )
 
     def cases(self, seed: int) -> list[Case]:
@@ -390,7 +414,9 @@ class EncoderDecoderStep(Step):
         out = tapped(model, model_taps(d["args"]["N"]),
                      lambda: model(d["src"], d["tgt"], d["src_mask"], d["tgt_mask"]),
                      last="decoder states")
-        out["log-probabilities"] = model.generator(out["decoder states"])
+        states = out["decoder states"]
+        if isinstance(states, torch.Tensor) and states.size(-1) == d["args"]["d_model"]:
+            out["log-probabilities"] = model.generator(states)
         memory = model.encode(d["src"], d["src_mask"])
         out["encode()"] = memory
         out["decode()"] = model.decode(memory, d["src_mask"], d["tgt"], d["tgt_mask"])
