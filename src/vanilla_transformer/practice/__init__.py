@@ -22,19 +22,14 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ._blocks import (
-    Attention,
-    EmbeddingsStep,
-    FeedForward,
-    LayerNormStep,
-    MultiHeadAttention,
-    PositionalEncodingStep,
-    SubsequentMask,
-)
+from ._blocks import Attention, EmbeddingsStep, LayerNormStep, SubsequentMask
 from ._core import CheckResult, Mistake, Step, run_step, tensor_difference
 from ._decoding import GreedyDecode
-from ._layers import DecoderLayerStep, EncoderDecoderStep, EncoderLayerStep, Sublayer
+from ._feed_forward import FeedForward, PositionalEncodingStep
+from ._heads import MultiHeadAttention
+from ._layers import DecoderLayerStep, EncoderLayerStep, Sublayer
 from ._loss import LabelSmoothingStep
+from ._model import EncoderDecoderStep
 from ._starters import STARTERS, load_file, write_starters
 from ._translator import check_translator
 

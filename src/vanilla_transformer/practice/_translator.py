@@ -26,15 +26,15 @@ import torch
 from torch import nn
 
 from ..model.masks import subsequent_mask
+from ._attribution import error_sentence
 from ._core import (
     NEVER_CALLED,
     WIDTH,
     CheckResult,
     _first_difference,
     _paragraph,
-    error_sentence,
 )
-from ._layers import model_taps
+from ._model import model_taps
 
 __all__ = ["BUILD_OPTIONS", "find_translator", "check_translator", "held_out_numbers"]
 
