@@ -207,7 +207,7 @@ def _mha(merge: Callable[[torch.Tensor, int, int, int], torch.Tensor] | None = N
             scores = q @ k.transpose(-2, -1) / math.sqrt(d)
             if mask is not None:
                 scores = scores.masked_fill(mask == 0, -1e9)
-            x = scores.softmax(-1) @ v
+            x = self.dropout(scores.softmax(-1)) @ v
             if merge is None:
                 x = x.transpose(1, 2).contiguous().view(b, -1, self.h * self.d_k)
             else:
@@ -372,11 +372,13 @@ CATALOGUED: list[tuple[str, Callable[[], Any], str]] = [
      "one projection, linears[0], used for query, key and value"),
     ("multi_head_attention", lambda: _mha(w_o=False),
      "W^O left out: the merged heads are returned without the output projection"),
-    ("feed_forward", lambda: _ff(lambda self, x: self.w_2(self.w_1(x))),
+    ("feed_forward", lambda: _ff(lambda self, x: self.w_2(self.dropout(self.w_1(x)))),
      "no ReLU between the two linear maps"),
-    ("feed_forward", lambda: _ff(lambda self, x: torch.relu(self.w_2(torch.relu(self.w_1(x))))),
+    ("feed_forward",
+     lambda: _ff(lambda self, x: torch.relu(self.w_2(self.dropout(torch.relu(self.w_1(x)))))),
      "ReLU applied after the second linear map too"),
-    ("feed_forward", lambda: _ff(lambda self, x: self.w_2(nn.functional.gelu(self.w_1(x)))),
+    ("feed_forward",
+     lambda: _ff(lambda self, x: self.w_2(self.dropout(nn.functional.gelu(self.w_1(x))))),
      "GELU instead of ReLU"),
     ("positional_encoding", lambda: _pe(table_swapped), "sin and cos swapped"),
     ("positional_encoding", lambda: _pe(table_i_over_d),

@@ -14,10 +14,21 @@ from functools import partial
 from typing import Any, ClassVar
 
 import torch
+from torch import nn
 
 from ..model.attention import MultiHeadedAttention
 from ._core import Case, Mistake, Outputs, Step
-from ._inputs import distinct_weights, load_reference, mask_text, random_mask, shape, tapped
+from ._inputs import (
+    TRAINING,
+    FixedDropout,
+    distinct_weights,
+    fix_dropout,
+    load_reference,
+    mask_text,
+    random_mask,
+    shape,
+    tapped,
+)
 
 __all__ = ["MultiHeadAttention"]
 
@@ -25,7 +36,7 @@ __all__ = ["MultiHeadAttention"]
 # ---------------------------------------------------------------- multi-head attention
 def _mha_variant(case: Case, *, split: str = "ok", merge: str = "ok", scale: str = "d_k",
                  unsqueeze: bool = True, order: tuple[int, int, int] = (0, 1, 2),
-                 w_o: bool = True) -> Outputs:
+                 w_o: bool = True, dropout: str = "weights") -> Outputs:
     ref: MultiHeadedAttention = case.data["reference"]
     query, key, value, mask = (case.data[n] for n in ("query", "key", "value", "mask"))
     h, d_k = ref.h, ref.d_k
@@ -43,14 +54,19 @@ def _mha_variant(case: Case, *, split: str = "ok", merge: str = "ok", scale: str
     scores = q @ k.transpose(-2, -1) / math.sqrt(d_k if scale == "d_k" else h * d_k)
     if mask is not None:
         scores = scores.masked_fill(mask == 0, -1e9)
-    x = scores.softmax(-1) @ v  # (batch, h, query_len, d_k)
+    drop = FixedDropout() if case.data["train"] else nn.Identity()
+    weights = scores.softmax(-1)
+    x = (drop(weights) if dropout == "weights" else weights) @ v  # (batch, h, query_len, d_k)
+    if dropout == "heads":
+        x = drop(x)
     if merge == "no-transpose":
         merged = x.reshape(b, -1, h * d_k)
     elif merge == "interleaved":
         merged = x.permute(0, 2, 3, 1).reshape(b, -1, h * d_k)
     else:
         merged = x.transpose(1, 2).reshape(b, -1, h * d_k)
-    return {"merged heads": merged, "output": ref.linears[3](merged) if w_o else merged}
+    out = ref.linears[3](merged) if w_o else merged
+    return {"merged heads": merged, "output": drop(out) if dropout == "output" else out}
 
 
 _SWAPS = [(1, 0, 2), (2, 1, 0), (0, 2, 1), (1, 2, 0), (2, 0, 1)]
@@ -108,6 +124,18 @@ class MultiHeadAttention(Step):
                 "Return self.linears[3](x), the merged heads times W^O.",
                 lambda c: _mha_variant(c, w_o=False)),
         *_projection_mistakes(),
+        Mistake("dropout left out of multi-head attention",
+                "Pass self.dropout to attention(q, k, v, mask, self.dropout): dropout applies "
+                "to the attention weights, before they multiply the values.",
+                lambda c: _mha_variant(c, dropout="none")),
+        Mistake("dropout in multi-head attention applied to the output of W^O, not to the "
+                "attention weights", "Dropout belongs to the attention weights, inside "
+                "attention(...); the residual connection drops the sublayer's output.",
+                lambda c: _mha_variant(c, dropout="output")),
+        Mistake("dropout in multi-head attention applied to the heads' outputs, not to the "
+                "attention weights", "Apply self.dropout to the softmax weights, before they "
+                "multiply the values: attention(q, k, v, mask, self.dropout).",
+                lambda c: _mha_variant(c, dropout="heads")),
     )
 
     def cases(self, seed: int) -> list[Case]:
@@ -125,14 +153,17 @@ class MultiHeadAttention(Step):
             mask = random_mask(g, [b], q_len, k_len, kind)
             if kind == "subsequent" and mask is not None:
                 mask = mask[0:1]
-            reference = MultiHeadedAttention(h, d_model, dropout=0.0).eval()
+            train = i % 4 == 3
+            # fast=False: the equations as written, with the dropout module as given
+            reference = fix_dropout(MultiHeadedAttention(h, d_model, dropout=0.1, fast=False),
+                                    train)
             distinct_weights(reference, g)
             text = (f"h={h}, d_model={d_model}, {shape('query', query)}, "
                     + (f"{shape('key = value', key)} (cross-attention)" if cross
                        else "key = value = query (self-attention)")
-                    + f", {mask_text('mask', mask)}")
+                    + f", {mask_text('mask', mask)}" + (f", {TRAINING}" if train else ""))
             data = {"h": h, "d_model": d_model, "query": query, "key": key, "value": key,
-                    "mask": mask, "reference": reference}
+                    "mask": mask, "reference": reference, "train": train}
             cases.append(Case(text, query.numel() + key.numel() + d_model * h, data))
         return cases
 
@@ -143,8 +174,8 @@ class MultiHeadAttention(Step):
 
     def run(self, implementation: Any, case: Case) -> Outputs:
         d = case.data
-        module = implementation(d["h"], d["d_model"], dropout=0.0)
+        module = implementation(d["h"], d["d_model"], dropout=0.1 if d["train"] else 0.0)
         load_reference(module, d["reference"], "MultiHeadedAttention")
-        module.eval()
+        fix_dropout(module, d["train"])
         return tapped(module, _MHA_TAPS,
                       lambda: module(d["query"], d["key"], d["value"], d["mask"]))

@@ -10,7 +10,11 @@ import torch
 from torch import nn
 
 __all__ = ["shape", "mask_text", "load_reference", "tapped", "FixedDropout", "random_mask",
-           "distinct_weights", "StructureError"]
+           "distinct_weights", "StructureError", "fix_dropout", "TRAINING"]
+
+TRAINING = ("in training mode, every nn.Dropout replaced by a fixed one that zeroes the last "
+            "entry of each row and doubles the others")
+"""How a case in training mode is described."""
 
 
 class StructureError(ValueError):
@@ -169,9 +173,25 @@ def tapped(module: nn.Module, taps: Sequence[tuple[str, str, bool]],
 
 class FixedDropout(nn.Module):
     """A dropout that is the same on every call: it zeroes the last entry of each row and doubles
-    the others, so a check can see where dropout was applied."""
+    the others, so a check can see where dropout was applied. Its `p`, 0.5, is the rate
+    whose scaling (1 / (1 - p) = 2) it applies, for code that reads `dropout.p`."""
+
+    p = 0.5
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = x * 2
         y[..., -1] = 0
         return y
+
+
+def fix_dropout(module: nn.Module, train: bool) -> nn.Module:
+    """Put `module` in training or eval mode; in training mode replace every `nn.Dropout` in it
+    by a [`FixedDropout`][vanilla_transformer.practice._inputs.FixedDropout], so that the
+    learner's module and the reference drop the same entries wherever dropout is applied."""
+    if train:
+        for name, child in list(module.named_modules()):
+            if isinstance(child, nn.Dropout) and name:
+                parent, _, attribute = name.rpartition(".")
+                setattr(module.get_submodule(parent) if parent else module, attribute,
+                        FixedDropout())
+    return module.train(train)

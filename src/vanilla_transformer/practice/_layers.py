@@ -22,7 +22,16 @@ from ..model.encoder import EncoderLayer
 from ..model.layers import PositionwiseFeedForward, SublayerConnection
 from ..model.masks import subsequent_mask
 from ._core import Case, Mistake, Outputs, Step
-from ._inputs import distinct_weights, load_reference, mask_text, shape, tapped
+from ._inputs import (
+    TRAINING,
+    FixedDropout,
+    distinct_weights,
+    fix_dropout,
+    load_reference,
+    mask_text,
+    shape,
+    tapped,
+)
 
 __all__ = ["Sublayer", "EncoderLayerStep", "DecoderLayerStep", "randomise_norms"]
 
@@ -43,9 +52,17 @@ def randomise_norms(module: nn.Module, g: torch.Generator) -> None:
 
 
 # ---------------------------------------------------------------- sublayer
-def _sub_variant(case: Case, how: str) -> Outputs:
+def _sub_variant(case: Case, how: str, dropout: str = "sublayer") -> Outputs:
     ref: SublayerConnection = case.data["reference"]
-    x, f = case.data["x"], case.data["sublayer"]
+    x, sub = case.data["x"], case.data["sublayer"]
+    drop = FixedDropout() if case.data["train"] else nn.Identity()
+
+    def f(t: torch.Tensor) -> torch.Tensor:
+        return drop(sub(t)) if dropout == "sublayer" else sub(t)
+
+    def total(t: torch.Tensor) -> torch.Tensor:
+        return drop(t) if dropout == "sum" else t
+
     pre = ref.norm_first if how == "ok" else {"swapped": not ref.norm_first, "pre": True,
                                               "post": False}.get(how, ref.norm_first)
     if how == "no residual":
@@ -53,7 +70,7 @@ def _sub_variant(case: Case, how: str) -> Outputs:
     elif how == "normalised residual":
         out = ref.norm(x) + f(ref.norm(x)) if pre else ref.norm(x) + ref.norm(f(x))
     else:
-        out = x + f(ref.norm(x)) if pre else ref.norm(x + f(x))
+        out = total(x + f(ref.norm(x))) if pre else ref.norm(total(x + f(x)))
     return {"output": out}
 
 
@@ -80,6 +97,15 @@ class Sublayer(Step):
         Mistake("the residual taken from the normalised x",
                 "The residual path carries x itself, not norm(x): x + sublayer(norm(x)).",
                 lambda c: _sub_variant(c, "normalised residual")),
+        Mistake("dropout left out of the residual connection",
+                "Drop the sublayer's output before adding it back: x + "
+                "self.dropout(sublayer(self.norm(x))) (pre-norm), or self.norm(x + "
+                "self.dropout(sublayer(x))) (post-norm).",
+                lambda c: _sub_variant(c, "ok", dropout="none")),
+        Mistake("dropout in the residual connection applied after the residual sum, not to the "
+                "sublayer's output", "Drop only the sublayer's output, before the addition: "
+                "x + self.dropout(sublayer(...)); the residual path x is never dropped.",
+                lambda c: _sub_variant(c, "ok", dropout="sum")),
     )
 
     def cases(self, seed: int) -> list[Case]:
@@ -89,8 +115,9 @@ class Sublayer(Step):
             size = rng.randint(2, 8)
             norm_first, layer_norm = ARRANGEMENTS[i % 4]
             x = torch.randn(rng.randint(1, 3), rng.randint(1, 4), size, generator=g)
-            reference = SublayerConnection(size, 0.0, norm_first=norm_first,
-                                           layer_norm=layer_norm).eval()
+            train = i % 3 == 2
+            reference = fix_dropout(SublayerConnection(size, 0.1, norm_first=norm_first,
+                                                       layer_norm=layer_norm), train)
             randomise_norms(reference, g)
             linear = nn.Linear(size, size)
 
@@ -98,10 +125,11 @@ class Sublayer(Step):
                 return torch.tanh(linear(t))
 
             text = (f"size={size}, {_arrangement(norm_first, layer_norm)}, {shape('x', x)}, "
-                    "sublayer = tanh of a random linear map, random norm weights")
+                    "sublayer = tanh of a random linear map, random norm weights"
+                    + (f", {TRAINING}" if train else ""))
             cases.append(Case(text, x.numel(), {"x": x, "size": size, "norm_first": norm_first,
                                                 "layer_norm": layer_norm, "sublayer": sublayer,
-                                                "reference": reference}))
+                                                "reference": reference, "train": train}))
         return cases
 
     def _run(self, module: nn.Module, case: Case) -> Outputs:
@@ -125,10 +153,10 @@ class Sublayer(Step):
 
     def run(self, implementation: Any, case: Case) -> Outputs:
         d = case.data
-        module = implementation(d["size"], 0.0, norm_first=d["norm_first"],
-                                layer_norm=d["layer_norm"])
+        module = implementation(d["size"], 0.1 if d["train"] else 0.0,
+                                norm_first=d["norm_first"], layer_norm=d["layer_norm"])
         load_reference(module, d["reference"], "SublayerConnection")
-        module.eval()
+        fix_dropout(module, d["train"])
         return self._run(module, case)
 
 
