@@ -1,15 +1,20 @@
 """`practice check` runs the learner's code in a child process: a check always ends, and only a
 pass exits 0, whatever the code does (loops forever, calls exit(), ends the process, prints
-without end)."""
+without end); `practice status` checks a whole folder and `practice hint` prints hints."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 
 from vanilla_transformer.cli import main
 from vanilla_transformer.cli.practice_process import OUTPUT_LINES
+from vanilla_transformer.practice import STEPS, write_starters
+from vanilla_transformer.practice._hints import HINTS
+
+from ._answers import SOLUTIONS
 
 
 def _check(tmp_path: Path, body: str, *extra: str) -> int:
@@ -60,3 +65,33 @@ def test_the_time_limit_is_stated_in_help(capsys: pytest.CaptureFixture[str]) ->
     assert "(default 120)" in " ".join(capsys.readouterr().out.split())
     assert main(["practice", "check", "attention", "a.py", "--timeout", "0"]) == 2
     assert "expected a positive number of seconds" in capsys.readouterr().err
+
+
+def test_status_checks_every_step_in_order(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    write_starters(tmp_path)
+    for step in STEPS:
+        if step not in ("subsequent_mask", "attention", "embeddings"):
+            (tmp_path / f"{step}.py").unlink()
+    shutil.copy(SOLUTIONS / "subsequent_mask.py", tmp_path)
+    (tmp_path / "embeddings.py").write_text(
+        (SOLUTIONS / "embeddings.py").read_text().replace(" * math.sqrt(self.d_model)", ""))
+    assert main(["practice", "status", str(tmp_path)]) == 1
+    rows = {line.split()[0]: " ".join(line.split()[1:])
+            for line in capsys.readouterr().out.splitlines()[1:-1]}
+    assert list(rows) == list(STEPS)
+    assert rows["subsequent_mask"] == "passed"
+    assert rows["attention"] == "not started"
+    assert rows["embeddings"].startswith("FAILED on 20 of 20 inputs")
+    assert rows["translator"] == "not started (no file)"
+
+
+def test_hint_gives_one_level_at_a_time(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["practice", "hint", "attention"]) == 0
+    first = capsys.readouterr().out
+    assert first.startswith("attention, hint 1 of 3:") and "--level 2" in first
+    assert main(["practice", "hint", "attention", "--level", "3"]) == 0
+    assert "masked_fill(mask == 0, -1e9)" in " ".join(capsys.readouterr().out.split())
+    assert main(["practice", "hint", "attention", "--level", "4"]) == 2
+    assert "attention has hints 1 to 3, got level 4" in capsys.readouterr().err
+    assert set(HINTS) == set(STEPS)

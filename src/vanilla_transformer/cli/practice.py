@@ -18,7 +18,8 @@ import argparse
 import sys
 from typing import Any
 
-__all__ = ["STEP_NAMES", "DEFAULT_TIMEOUT", "register", "run_start", "run_check"]
+__all__ = ["STEP_NAMES", "DEFAULT_TIMEOUT", "register", "run_start", "run_check", "run_status",
+           "run_hint"]
 
 DEFAULT_TIMEOUT = 120.0
 """Seconds a check may run, PyTorch's start included, before it is stopped as a failure."""
@@ -78,6 +79,23 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
                        help="stop the check as a failure after this many seconds "
                             f"(default {DEFAULT_TIMEOUT:g})")
     check.set_defaults(handler=run_check)
+    status = actions.add_parser(
+        "status", help="check every step in a folder and print a table",
+        description="Check every step's file in DIR, in order, each in a child process, and "
+                    "print a table: passed, FAILED (with the first line of the message) or "
+                    "not started. Exit status: 0 if every step passed, 1 otherwise.")
+    status.add_argument("dir", metavar="DIR", help="your folder (as 'start' wrote it)")
+    status.add_argument("--timeout", metavar="SECONDS", type=_seconds, default=DEFAULT_TIMEOUT,
+                        help=f"the time limit of each step's check (default {DEFAULT_TIMEOUT:g})")
+    status.set_defaults(handler=run_status)
+    hint = actions.add_parser(
+        "hint", help="print a hint for a step, one level at a time",
+        description="Print a hint for STEP: level 1 says what to think about, the next ones "
+                    "the operations and shapes, the last the steps nearly as code.",
+        epilog="steps, in order: " + ", ".join(STEP_NAMES))
+    hint.add_argument("step", metavar="STEP", choices=STEP_NAMES, help="the step")
+    hint.add_argument("--level", type=int, default=1, help="which hint, from 1 (default 1)")
+    hint.set_defaults(handler=run_hint)
     return parser
 
 
@@ -129,3 +147,57 @@ def run_check(args: argparse.Namespace) -> int:
         return _error(outcome.message)
     print(outcome.message, flush=True)
     return outcome.code
+
+
+def run_status(args: argparse.Namespace) -> int:
+    """Check every step of a folder in order; print one row per step.
+
+    Returns:
+        0 if every step passed, 1 otherwise, 2 if DIR is not a folder.
+    """
+    from pathlib import Path
+
+    from .practice_process import run_child
+
+    folder = Path(args.dir)
+    if not folder.is_dir():
+        print(f"vanilla-transformer practice status: error: {args.dir} is not a folder",
+              file=sys.stderr, flush=True)
+        return 2
+    width = max(map(len, STEP_NAMES))
+    print(f"{'step':<{width}}  status", flush=True)
+    passed = 0
+    for step in STEP_NAMES:
+        file = folder / f"{step}.py"
+        if not file.is_file():
+            row = "not started (no file)"
+        else:
+            outcome = run_child(step, str(file), seed=0, timeout=args.timeout)
+            first = outcome.message.splitlines()[0] if outcome.message else ""
+            if outcome.code == 0:
+                row, passed = "passed", passed + 1
+            elif first.startswith(f"{step}: not written yet"):
+                row = "not started"
+            else:
+                row = first.removeprefix(f"{step}: ")
+                row = row if row.startswith("FAILED") else f"FAILED: {row}"
+                row = row if len(row) <= 78 - width else row[: 75 - width] + "..."
+        print(f"{step:<{width}}  {row}", flush=True)
+    print(f"{passed} of {len(STEP_NAMES)} steps passed.", flush=True)
+    return 0 if passed == len(STEP_NAMES) else 1
+
+
+def run_hint(args: argparse.Namespace) -> int:
+    """Print one hint of a step.
+
+    Returns:
+        0, or 2 for a level out of range.
+    """
+    from ..practice._hints import hint
+
+    try:
+        print(hint(args.step, args.level), flush=True)
+    except ValueError as error:
+        print(f"vanilla-transformer practice hint: error: {error}", file=sys.stderr, flush=True)
+        return 2
+    return 0
