@@ -17,4 +17,6 @@ def _doctest_names(doctest_namespace):
 
 # Python files under docs/ are notebook pages, figure scripts and build hooks: the site build
 # executes them, so pytest does not import them as modules.
-collect_ignore_glob = ["docs/*.py", "docs/**/*.py", "site/*", "benchmarks/*"]
+# The learner's starter files are package data that import one another by name.
+collect_ignore_glob = ["docs/*.py", "docs/**/*.py", "site/*", "benchmarks/*",
+                       "src/vanilla_transformer/practice/starters/*"]

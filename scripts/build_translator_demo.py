@@ -26,6 +26,13 @@ sinusoids of the first 128 positions are the same, and each graph is 1.2 MB smal
 
     .venv/bin/python scripts/build_translator_demo.py            # about 10 minutes on one core
 
+The trained models ship inside the package as the translators `numbers-de` and `numbers-fr`:
+their `model.pt` and `tokenizer.json` (and the German one's `manifest.json` and
+`train_numbers.json`) are stored once, in src/vanilla_transformer/pretrained/numbers-de/ and
+numbers-fr/, and the files of the same names in docs/assets/translator/ and its fr/ are
+symbolic links to them, so the site serves the very bytes the wheel ships. The script writes
+through those links.
+
 tests/docs/test_translator_assets.py checks that the committed files match the package's code.
 """
 
@@ -80,9 +87,16 @@ def file_facts(path: Path) -> dict[str, object]:
     return {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
 
 
+def real(path: Path) -> Path:
+    """The file a link of the site's folder points to: the package's own copy of the weights,
+    tokenizers, manifest and seen numbers (src/vanilla_transformer/pretrained/), which the site
+    serves through links instead of a second copy; a write goes to it, not over the link."""
+    return path.resolve() if path.is_symlink() else path
+
+
 def write_json(path: Path, data: object) -> None:
     text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-    atomic_write(path, lambda f: f.write(text.encode("utf-8")))
+    atomic_write(real(path), lambda f: f.write(text.encode("utf-8")))
 
 
 def export_graphs(model: torch.nn.Module, out: Path) -> None:
@@ -148,8 +162,8 @@ def write_model(model: torch.nn.Module, tokenizer: object, folder: Path, **metad
     """The graphs, `tokenizer.json` and `model.pt` of one model; their sizes and hashes."""
     folder.mkdir(parents=True, exist_ok=True)
     export_graphs(model, folder)
-    tokenizer.save(folder / "tokenizer.json")
-    save_checkpoint(folder / "model.pt", model, tokenizer=tokenizer.tokenizer.to_str(),
+    tokenizer.save(real(folder / "tokenizer.json"))
+    save_checkpoint(real(folder / "model.pt"), model, tokenizer=tokenizer.tokenizer.to_str(),
                     **metadata)
     return {name: file_facts(folder / name) for name in FILES}
 
@@ -221,7 +235,7 @@ def build(out: Path, threads: int, parts: list[str]) -> dict[str, object]:
     split = split_numbers(DEFAULT_SIZES, seed=CORPUS_SEED)
     seen = sorted(n for n in split["train"] if n >= DEFAULT_ALWAYS_FIRST)
     text = json.dumps({"below": DEFAULT_ALWAYS_FIRST, "numbers": seen}, separators=(",", ":"))
-    atomic_write(out / "train_numbers.json", lambda f: f.write(text.encode("utf-8") + b"\n"))
+    atomic_write(real(out / "train_numbers.json"), lambda f: f.write(text.encode("utf-8") + b"\n"))
     manifest.update({
         "format": FORMAT,
         "version": 2,

@@ -50,14 +50,11 @@
 # **Correction** says how, with a cell that shows the difference.
 
 # %%
-import json
 import time
-from pathlib import Path
 
 import matplotlib.pyplot as plt
 import torch
 
-import vanilla_transformer
 from vanilla_transformer import data_gen, greedy_decode, make_model
 from vanilla_transformer.model import keep_attention
 from vanilla_transformer.inference import beam_search
@@ -77,11 +74,6 @@ torch.set_num_threads(1)
 torch.set_printoptions(precision=3, sci_mode=False, linewidth=100)
 print(f"PyTorch {torch.__version__}")
 
-ROOT = Path(vanilla_transformer.__file__).resolve().parents[2]  # the repository
-runs = json.loads((ROOT / "benchmarks/results/copy_task.json").read_text())["rows"]
-assert all(r["exact_match_percent"] == 100.0 for r in runs) and len(runs) == 5
-print("training seconds:", sorted(round(r["train_s"]) for r in runs))
-print("wall seconds:", sorted(round(r["wall_s"]) for r in runs))
 
 # Heatmaps (cells tagged "heatmap") keep their colours in the dark scheme, which inverts every
 # other figure: they are drawn on a transparent background with mid-grey text, legible on both.

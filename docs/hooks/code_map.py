@@ -34,8 +34,8 @@ log = logging.getLogger("mkdocs.hooks.code_map")
 PAGE = "code-map.md"
 PACKAGE = "vanilla_transformer"
 # The layers, bottom to top: a module may import only from its own layer and those before it.
-LAYERS = ["_checks", "_io", "config", "model", "data", "inference", "analysis", "training", "interop",
-          "practice", "cli"]
+LAYERS = ["_checks", "_io", "pretrained", "config", "model", "data", "inference", "analysis",
+          "training", "interop", "practice", "cli"]
 LAYERS_MARK = "<!-- code-map:layers -->"
 MODULES_MARK = "<!-- code-map:modules -->"
 API_INDEX_PAGE = "api/index.md"
@@ -88,7 +88,8 @@ def _imported(name: str, path: Path, tree: ast.Module) -> set[str]:
 
 def walk(root: Path) -> list[Module]:
     """Every module of the package under `root`, with its imports of the package's modules."""
-    paths = sorted(root.rglob("*.py"))
+    # a .py file in a folder without __init__.py is data (the practice starters), not a module
+    paths = sorted(p for p in root.rglob("*.py") if (p.parent / "__init__.py").is_file())
     names = {_module_name(root, p) for p in paths}
     modules = []
     for path in paths:

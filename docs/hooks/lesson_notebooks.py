@@ -14,9 +14,13 @@ pages have (docs/hooks/notebook_download.py):
   tests check (```` ```text ```` or ```` ```table ```` after an expected-output marker) stays as
   a Markdown code block under its cell.
 
-The notebook runs top to bottom with the package installed, from the repository's root folder
-(where the trained translator lies in `docs/assets/translator/`); tests/docs/test_lessons.py runs
-every lesson's notebook. See `lesson_notebook`, which does the conversion without MkDocs.
+The notebook opens with one cell, tagged `install`, that installs the package with its
+`translate` extra from the wheel the site serves (docs/hooks/package_wheel.py writes it and its
+address); the trained translator the lessons load is inside that wheel. So the notebook runs top
+to bottom from any empty folder, in a fresh environment: tests/docs/test_lessons.py runs every
+lesson's notebook (without the install cell, in the environment of the tests), and
+scripts/reader_test.sh runs them as a reader would, from the built wheel. See `lesson_notebook`,
+which does the conversion without MkDocs.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import base64
 import logging
 import posixpath
 import re
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -33,6 +38,10 @@ from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.plugins import event_priority
 from mkdocs.structure.files import Files
 from mkdocs.structure.pages import Page
+
+if str(Path(__file__).parent) not in sys.path:  # loaded by path, as mkdocs and the tests do
+    sys.path.append(str(Path(__file__).parent))
+from package_wheel import install_command  # the wheel hook, beside this file
 
 log = logging.getLogger("mkdocs.hooks.lesson_notebooks")
 
@@ -225,6 +234,21 @@ def on_page_content(html: str, page: Page, config: MkDocsConfig, files: Files) -
     return html
 
 
+INSTALL_TAG = "install"
+"""The tag of a notebook's first code cell, the one that installs the package."""
+
+
+def install_cells(command: str) -> list[dict[str, Any]]:
+    """The cells that open a lesson's notebook: what the install is for, and the install."""
+    note = ("**Set-up.** In a fresh environment, run this cell first: it installs this site's "
+            "`vanilla-transformer` package, the trained translator inside it, with the "
+            "`translate` extra (PyTorch comes with it). Where the package is installed already, "
+            "skip it.")
+    return [{"cell_type": "markdown", "metadata": {}, "source": note},
+            {"cell_type": "code", "metadata": {"tags": [INSTALL_TAG]},
+             "source": f"%{command}"}]
+
+
 def notebook_json(cells: list[dict[str, Any]], figures_dir: Path) -> str:
     """The notebook of `cells` as nbformat 4 JSON, its figures read from `figures_dir`."""
     import nbformat
@@ -237,6 +261,7 @@ def notebook_json(cells: list[dict[str, Any]], figures_dir: Path) -> str:
     for number, cell in enumerate(cells, start=1):
         if cell["cell_type"] == "code":
             new = nbformat.v4.new_code_cell(cell["source"])  # type: ignore[no-untyped-call]
+            new.metadata.update(cell.get("metadata", {}))
         else:
             new = nbformat.v4.new_markdown_cell(cell["source"])  # type: ignore[no-untyped-call]
             attachments = {}
@@ -258,8 +283,11 @@ def notebook_json(cells: list[dict[str, Any]], figures_dir: Path) -> str:
 @event_priority(-100)  # at the end of the build, when the figures are in the site directory
 def on_post_build(config: MkDocsConfig) -> None:
     figures_dir = Path(config.site_dir) / FIGURES
+    command = install_command(config)
     for _, cells, target in _notebooks:
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(notebook_json(cells, figures_dir), encoding="utf-8")
+        title, rest = cells[:1], cells[1:]  # the lesson's title first, then the install
+        target.write_text(notebook_json([*title, *install_cells(command), *rest], figures_dir),
+                          encoding="utf-8")
     if _notebooks:
         log.info("lesson_notebooks hook: wrote %d lesson notebook(s)", len(_notebooks))

@@ -17,6 +17,20 @@ def _figure(name: str) -> dict[str, Any]:
     return runpy.run_path(str(FIGURES / f"{name}.py"))
 
 
+def _runs_table() -> str:
+    """The recorded runs' exact match on the test numbers, as a Markdown table indented to sit
+    in the page's note; the build stops if beam 4 is not below greedy in every run."""
+    runs = json.loads(Path("benchmarks/results/translate_numbers.json").read_text())["runs"]
+    keys = ("averaged/greedy", "averaged/beam4", "last/greedy", "last/beam4")
+    lines = ["| seed | averaged, greedy | averaged, beam 4 | last, greedy | last, beam 4 |",
+             "|---:|---:|---:|---:|---:|"]
+    for run in runs:
+        scores = [run["scores"][k]["exact_match"] for k in keys]
+        assert scores[1] < scores[0] and scores[3] < scores[2], (run["seed"], scores)
+        lines.append(f"| {run['seed']} | " + " | ".join(f"{s:.1f} %" for s in scores) + " |")
+    return "\n    ".join(lines)
+
+
 def values() -> dict[str, Any]:
     out: dict[str, Any] = {}
     model, tok = load_translator("docs/assets/translator")
@@ -48,6 +62,7 @@ def values() -> dict[str, Any]:
     wrong = _figure("decoding_beam_vs_greedy")["wrong"]()
     out["greedy_wrong_max"] = max(wrong["greedy"])
     out["beam_wrong_min"], out["beam_wrong_max"] = min(wrong["beam 4"]), max(wrong["beam 4"])
+    out["runs_table"] = _runs_table()
     corpus = json.loads(Path("docs/assets/translator/manifest.json").read_text())["corpus"]
     out["test_size"] = corpus["sizes"]["test"]
     out["train_below"] = corpus["always_train_below"]

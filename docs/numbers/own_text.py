@@ -37,6 +37,33 @@ def _samples(result: dict[str, Any]) -> tuple[str, str]:
     return "\n".join(rows), "Of the ten: " + ", ".join(said) + "."
 
 
+def _paper_cost(result: dict[str, Any]) -> str:
+    """The paper's base run against the measured one, in FLOPs and in time on this CPU, as a
+    Markdown table (the parameter calculator's counts; a training step is about three forward
+    passes of sentences of 25 pieces)."""
+    from vanilla_transformer.analysis import forward_flops, parameter_count
+    from vanilla_transformer.config import TRANSLATION_PRESETS
+
+    ours = result["training"]
+    vocab = ours["settings"]["vocab_size"]
+    small, base = TRANSLATION_PRESETS["paper-small"], TRANSLATION_PRESETS["paper-base"]
+
+    def per_token(vocab: int, preset: dict[str, Any]) -> int:
+        step = forward_flops(vocab, vocab, **preset, batch=1, src_len=25, tgt_len=25)
+        return int(step.training_total // 25)
+
+    seconds = ours["seconds"]
+    our_flops = ours["tokens_per_s"] * seconds * per_token(vocab, small)
+    paper_flops = 100_000 * 25_000 * per_token(37000, base)
+    years = paper_flops / (our_flops / seconds) / (365 * 24 * 3600)
+    rows = [("paper-small, the measured run's model",
+             f"{parameter_count(vocab, vocab, **small).total:,} parameters"),
+            ("paper-base, the paper's", f"{parameter_count(37000, 37000, **base).total:,} parameters"),
+            ("the paper's base run, in FLOPs", f"{paper_flops / our_flops:,.0f} times the measured run"),
+            ("on this CPU, at the speed measured", f"{years:.1f} years")]
+    return "\n".join(["| what | how much |", "| --- | ---: |", *(f"| {a} | {b} |" for a, b in rows)])
+
+
 def values() -> dict[str, Any]:
     result = json.loads(RESULTS.read_text(encoding="utf-8"))
     summary = result["corpus"]["summary"][0]
@@ -58,6 +85,7 @@ def values() -> dict[str, Any]:
     losses = [v["valid_loss"] for v in result["training"]["validations"]]
     assert losses == sorted(losses, reverse=True), losses
     return {
+        "paper_cost_table": _paper_cost(result),
         "catalogs": int(found.group(1)),
         "messages": int(found.group(2).replace(",", "")),
         **{f"dropped_{reason.replace('-', '_')}": n for reason, n in dropped.items()},

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import runpy
 import statistics
@@ -68,4 +69,8 @@ def values() -> dict[str, Any]:
         torch.full((1, 11), -math.log(11)), torch.tensor([3])).item()
     assert out["copy_first_loss"] > out["copy_uniform_loss"]  # what the prose says
     assert out["copy_last_loss"] < out["copy_first_loss"] / 10
+    # the recorded benchmark runs of the copy task, one per seed: each copies every sequence
+    rows = json.loads(Path("benchmarks/results/copy_task.json").read_text())["rows"]
+    assert all(r["exact_match_percent"] == 100 for r in rows), rows
+    out["copy_seeds"] = len(rows)
     return out

@@ -78,6 +78,9 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     check.add_argument("--timeout", metavar="SECONDS", type=_seconds, default=DEFAULT_TIMEOUT,
                        help="stop the check as a failure after this many seconds "
                             f"(default {DEFAULT_TIMEOUT:g})")
+    check.add_argument("--weights", metavar="FOLDER", default=None,
+                       help="translator only: the trained run to load (default: numbers-de, the "
+                            "German translator that ships with the package)")
     check.set_defaults(handler=run_check)
     status = actions.add_parser(
         "status", help="check every step in a folder and print a table",
@@ -138,8 +141,10 @@ def run_check(args: argparse.Namespace) -> int:
     """
     from .practice_process import run_child
 
+    if args.weights is not None and args.step != "translator":
+        return _error(f"--weights is for the translator step only, not {args.step}")
     outcome = run_child(args.step, args.file, seed=args.seed, timeout=args.timeout,
-                        folder=getattr(args, "weights", None))
+                        folder=args.weights)
     if outcome.printed:
         print("Your code printed:", flush=True)
         print(outcome.printed, end="" if outcome.printed.endswith("\n") else "\n", flush=True)

@@ -7,7 +7,11 @@ vanilla-transformer translate numbers --lang de --out DATA
 vanilla-transformer translate train --train DATA/train.tsv --valid DATA/valid.tsv --out RUN
 vanilla-transformer translate eval RUN --data DATA/test.tsv
 vanilla-transformer translate RUN "four hundred and twenty-one"
+vanilla-transformer translate numbers-de "four hundred and twenty-one"
 ```
+
+RUN is a run folder or the name of a translator that ships with the package, `numbers-de` or
+`numbers-fr` ([`pretrained`][vanilla_transformer.pretrained]).
 
 Every failure is one line on stderr and an exit status: 2 for bad input (an argument, a file,
 a run folder that does not fit) or a missing optional package (before anything is written,
@@ -29,6 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..pretrained import TRANSLATORS
 from .options import OneLineParser, require_modules
 from .outputs import check_folder_outputs, make_folder
 from .translate_export import add_export_arguments, run_export
@@ -171,7 +176,10 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
             "eval: print BLEU, chrF and exact match of a trained run on a TSV file. "
             "export: write a trained run as ONNX graphs or a CTranslate2 model, with its tokenizer. "
             "RUN [TEXT ...]: translate TEXT (or each line of stdin, or --input) with a "
-            "trained run. Run 'translate ACTION --help' for an action's options."
+            "trained run. RUN is a run folder or the name of a trained translator that ships "
+            "with the package: " + "; ".join(f"{name} ({what})" for name, what in
+                                             TRANSLATORS.items()) + ". "
+            "Run 'translate ACTION --help' for an action's options."
         ),
     )
     parser.add_argument("words", nargs=argparse.REMAINDER, help="an action and its arguments")
@@ -231,7 +239,8 @@ def run_translate(args: argparse.Namespace) -> int:
     """
     words = list(args.words)
     if not words:
-        print(f"{PROG}: error: expected one of {', '.join(ACTIONS)} or a run folder "
+        print(f"{PROG}: error: expected one of {', '.join(ACTIONS)}, a run folder or "
+              f"{' or '.join(TRANSLATORS)} "
               f"(see '{PROG} --help')", file=sys.stderr)
         return 2
     action = words[0] if words[0] in ACTIONS else "run"

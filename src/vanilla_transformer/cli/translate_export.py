@@ -7,13 +7,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..pretrained import resolve_run
 from .outputs import OVERWRITE_HELP, check_folder_outputs, make_folder
+from .translate_use import RUN_HELP
 
 __all__ = ["EXPORT_FORMATS", "add_export_arguments", "run_export"]
 
 
 def add_export_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run", metavar="RUN", help="a folder written by 'translate train'")
+    parser.add_argument("run", metavar="RUN", help=RUN_HELP)
     parser.add_argument("--out", required=True, metavar="DIR",
                         help="the folder to write (not a run folder)")
     parser.add_argument("--checkpoint", choices=("averaged", "last"), default="averaged",
@@ -44,7 +46,7 @@ def run_export(args: argparse.Namespace) -> int:
     from ..training.run_folder import is_run_folder
     from .options import require_modules
 
-    out, run = Path(args.out), Path(args.run)
+    out, run = Path(args.out), resolve_run(args.run)
     if is_run_folder(out) or (out.resolve() == run.resolve()):
         raise ValueError(f"--out {args.out!r} is a run folder; export writes its own "
                          f"{TOKENIZER_FILE} and would replace the run's: choose another folder")

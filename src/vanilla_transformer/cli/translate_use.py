@@ -16,10 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from ..config import AMP_MODES, DEVICES
+from ..pretrained import TRANSLATORS
 from .outputs import OVERWRITE_HELP, check_folder_outputs, check_output, make_folder
 
-__all__ = ["MAX_BEAM", "add_numbers_arguments", "add_run_arguments", "add_eval_arguments",
+__all__ = ["RUN_HELP", "MAX_BEAM", "add_numbers_arguments", "add_run_arguments", "add_eval_arguments",
            "run_numbers", "run_run", "run_eval"]
+
+RUN_HELP = ("a folder written by 'translate train', or the name of a trained translator "
+            "that ships with the package: " + ", ".join(TRANSLATORS))
+"""What RUN may be, in every action's `--help`."""
 
 MAX_BEAM = 1024
 """The widest beam `--beam` accepts."""
@@ -72,7 +77,7 @@ def _add_decoding(parser: argparse.ArgumentParser) -> None:
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run", metavar="RUN", help="a folder written by 'translate train'")
+    parser.add_argument("run", metavar="RUN", help=RUN_HELP)
     parser.add_argument("text", nargs="*", help="sentences to translate (default: stdin)")
     parser.add_argument("--input", metavar="FILE",
                         help="translate each line of FILE instead of stdin")
@@ -95,7 +100,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run", metavar="RUN", help="a folder written by 'translate train'")
+    parser.add_argument("run", metavar="RUN", help=RUN_HELP)
     parser.add_argument("--data", required=True, metavar="FILE", help="pairs to score (TSV)")
     _add_decoding(parser)
     parser.add_argument("--bleu-tokenize", default="13a", metavar="NAME",

@@ -68,8 +68,8 @@ def check(step: str, implementation: Any, *, seed: int = 0, quiet: bool = False,
             `make_model` and `greedy_decode`.
         seed: makes the inputs and the reference's weights; every seed gives other shapes.
         quiet: do not print the message.
-        folder: for `"translator"`, the trained translator's folder (default:
-            `docs/assets/translator`).
+        folder: for `"translator"`, the trained translator's folder or packaged name
+            (default: `"numbers-de"`, the German translator that ships with the package).
 
     Returns:
         A [`CheckResult`][vanilla_transformer.practice._core.CheckResult] with `passed` and

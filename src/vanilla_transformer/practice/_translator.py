@@ -58,21 +58,20 @@ STEP_OF_STAGE = {
 
 
 def find_translator(folder: str | os.PathLike[str] | None = None) -> Path:
-    """The folder of the trained translator: `folder`, else `docs/assets/translator` under the
-    current directory or the source tree.
+    """The folder of the trained translator: `folder` (a run folder or a packaged translator's
+    name), else the German translator that ships with the package, `numbers-de`.
 
     Raises:
-        ValueError: if no folder holds `manifest.json`, `model.pt` and `tokenizer.json`.
+        ValueError: if the folder lacks `manifest.json`, `model.pt` or `tokenizer.json`.
     """
-    here = Path(__file__).resolve().parents[3] / "docs" / "assets" / "translator"
-    candidates = ([Path(os.fspath(folder))] if folder is not None
-                  else [Path.cwd() / "docs" / "assets" / "translator", here])
-    for path in candidates:
-        if all((path / f).is_file() for f in ("manifest.json", "model.pt", "tokenizer.json")):
-            return path
-    raise ValueError(f"no trained translator in {', '.join(map(str, candidates))}: the folder "
-                     "needs manifest.json, model.pt and tokenizer.json (the site serves them under "
-                     "assets/translator/)")
+    from ..pretrained import resolve_run, translator_folder
+
+    path = translator_folder("numbers-de") if folder is None else resolve_run(folder)
+    missing = [f for f in ("manifest.json", "model.pt", "tokenizer.json") if not (path / f).is_file()]
+    if missing:
+        raise ValueError(f"no trained translator in {str(path)!r}: the folder lacks "
+                         f"{', '.join(missing)} (the package's numbers-de holds all three)")
+    return path
 
 
 def held_out_numbers(seen: set[int], count: int, seed: int, below: int = 1_000_000) -> list[int]:

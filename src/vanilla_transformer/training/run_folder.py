@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._io import RunLock, atomic_write, is_temporary, remove_entry
 from ..data.tokenizer import load_trained_tokenizer
+from ..pretrained import resolve_run
 from . import checkpoints as files
 from .ranks import RefusalError
 
@@ -171,11 +172,15 @@ def load_translator(
     """`(model, tokenizer)` of a run folder, the model in eval mode on `device` (`"cpu"`,
     `"cuda"` or `"auto"`): `model.pt` (`"averaged"`) or the newest checkpoint (`"last"`).
 
+    `run` is a folder, or the name of a translator that ships with the package,
+    `"numbers-de"` or `"numbers-fr"` ([`TRANSLATORS`][vanilla_transformer.pretrained.TRANSLATORS]);
+    a folder of that name, if one exists, wins.
+
     Raises:
         ValueError: if `run` is not a trained run folder, or its `tokenizer.json` holds parts
             that training never writes or is not the one `model.pt` holds.
     """
-    path = Path(os.fspath(run))
+    path = resolve_run(run)
     if checkpoint not in ("averaged", "last"):
         raise ValueError(f"checkpoint must be 'averaged' or 'last', got {checkpoint!r}")
     from .ranks import resolve_device
