@@ -98,10 +98,12 @@ def check(step: str, implementation: Any, *, seed: int = 0, quiet: bool = False,
 
 
 def catalogue() -> list[tuple[str, str, str]]:
-    """Every classic mistake the steps recognise: `(step, name, fix)`, in the steps' order.
+    """Every classic mistake the steps recognise: `(step, name, fix)`, in the steps' order, each
+    name once.
 
     Example:
         >>> next(name for step, name, _ in catalogue() if step == "embeddings")
         'no √d_model scale'
     """
-    return [(s.name, m.name, m.fix) for s in _STEPS for m in s.mistakes]
+    named = [(s.name, m.name, m.fix) for s in _STEPS for m in s.mistakes]
+    return [m for i, m in enumerate(named) if m[:2] not in {n[:2] for n in named[:i]}]
