@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from vanilla_transformer.cli import main
-from vanilla_transformer.cli.practice_process import OUTPUT_LINES
+from vanilla_transformer.cli._practice_process import OUTPUT_LINES
 from vanilla_transformer.practice import STEPS, write_starters
 from vanilla_transformer.practice._hints import HINTS
 

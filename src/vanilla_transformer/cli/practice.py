@@ -139,7 +139,7 @@ def run_check(args: argparse.Namespace) -> int:
     Returns:
         0 on a pass, 1 on a failure, 2 if the file does not load or lacks the step's name.
     """
-    from .practice_process import run_child
+    from ._practice_process import run_child
 
     if args.weights is not None and args.step != "translator":
         return _error(f"--weights is for the translator step only, not {args.step}")
@@ -162,7 +162,7 @@ def run_status(args: argparse.Namespace) -> int:
     """
     from pathlib import Path
 
-    from .practice_process import run_child
+    from ._practice_process import run_child
 
     folder = Path(args.dir)
     if not folder.is_dir():

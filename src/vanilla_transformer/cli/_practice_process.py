@@ -40,7 +40,7 @@ dump = open(sys.argv[1], "w")
 faulthandler.dump_traceback_later(float(sys.argv[2]), exit=True, file=dump)
 faulthandler.enable(file=dump)
 sys.path.insert(0, sys.argv[3])
-from vanilla_transformer.cli.practice_process import child_main
+from vanilla_transformer.cli._practice_process import child_main
 child_main(sys.argv[4:])
 """
 
@@ -118,7 +118,7 @@ def run_child(step: str, file: str, *, seed: int, timeout: float,
         folder: for the translator step, the trained weights (`None`: the default).
 
     Returns:
-        The [`Outcome`][vanilla_transformer.cli.practice_process.Outcome].
+        The `Outcome`.
     """
     with tempfile.TemporaryDirectory(prefix="practice-") as scratch:
         dump, result = Path(scratch) / "stack.txt", Path(scratch) / "result.json"
