@@ -246,8 +246,8 @@ def child_main(argv: list[str]) -> None:
     except BaseException as error:  # noqa: BLE001 - the child reports everything it can
         frames = _learner_frames(_traceback_frames(error), file)
         text = " ".join(traceback.format_exception_only(type(error), error)[-1].split())
-        where = f" in {_where(frames)}" if frames else " (in the checker itself, not your code)"
-        data = {"code": 2 if not frames else 1,
+        where = f" in {_where(frames)}" if frames else " (raised by the check, not by your code)"
+        data = {"code": 2 if not frames else 1, "error": not frames,
                 "message": f"{step}: not checked: {text}{where}."}
     if data["code"] != 0 and not data.get("error") and "\n" not in data["message"]:
         data["message"] = textwrap.fill(data["message"], _WIDTH, break_on_hyphens=False)
