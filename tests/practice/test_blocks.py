@@ -135,9 +135,49 @@ def attention_weights_before_dropout(query, key, value, mask=None, dropout=None)
 
 
 def attention_divided_by_d_k(query, key, value, mask=None, dropout=None):  # type: ignore[no-untyped-def]
-    scores = query @ key.transpose(-2, -1) / query.size(-1)  # not in the catalogue
+    scores = query @ key.transpose(-2, -1) / query.size(-1)
     if mask is not None:
         scores = scores.masked_fill(mask == 0, -1e9)
+    p = scores.softmax(-1)
+    if dropout is not None:
+        p = dropout(p)
+    return p @ value, p
+
+
+def attention_scaled_after_softmax(query, key, value, mask=None, dropout=None):  # type: ignore[no-untyped-def]
+    scores = query @ key.transpose(-2, -1)
+    if mask is not None:
+        scores = scores.masked_fill(mask == 0, -1e9)
+    p = scores.softmax(-1) / math.sqrt(query.size(-1))
+    if dropout is not None:
+        p = dropout(p)
+    return p @ value, p
+
+
+def attention_filled_with_zero(query, key, value, mask=None, dropout=None):  # type: ignore[no-untyped-def]
+    scores = query @ key.transpose(-2, -1) / math.sqrt(query.size(-1))
+    if mask is not None:
+        scores = scores.masked_fill(mask == 0, 0.0)
+    p = scores.softmax(-1)
+    if dropout is not None:
+        p = dropout(p)
+    return p @ value, p
+
+
+def attention_temperature_two(query, key, value, mask=None, dropout=None):  # type: ignore[no-untyped-def]
+    scores = 2 * query @ key.transpose(-2, -1) / math.sqrt(query.size(-1))  # not catalogued
+    if mask is not None:
+        scores = scores.masked_fill(mask == 0, -1e9)
+    p = scores.softmax(-1)
+    if dropout is not None:
+        p = dropout(p)
+    return p @ value, p
+
+
+def attention_float_mask_minus_inf(query, key, value, mask=None, dropout=None):  # type: ignore[no-untyped-def]
+    scores = query @ key.transpose(-2, -1) / math.sqrt(query.size(-1))
+    if mask is not None:  # an additive float mask: 0 where allowed, -inf where masked
+        scores = scores + torch.zeros(mask.shape, dtype=query.dtype).masked_fill(mask == 0, -math.inf)
     p = scores.softmax(-1)
     if dropout is not None:
         p = dropout(p)
@@ -147,7 +187,8 @@ def attention_divided_by_d_k(query, key, value, mask=None, dropout=None):  # typ
 # ---------------------------------------------------------------- multi-head attention
 def _mha(merge: Callable[[torch.Tensor, int, int, int], torch.Tensor] | None = None,
          split_transpose: bool = True, scale_d_model: bool = False,
-         unsqueeze: bool = True) -> type[nn.Module]:
+         unsqueeze: bool = True, order: tuple[int, int, int] = (0, 1, 2),
+         w_o: bool = True) -> type[nn.Module]:
     base = answer("multi_head_attention").MultiHeadedAttention
 
     class Buggy(base):  # type: ignore[misc, valid-type]
@@ -155,22 +196,23 @@ def _mha(merge: Callable[[torch.Tensor, int, int, int], torch.Tensor] | None = N
             if mask is not None and unsqueeze:
                 mask = mask.unsqueeze(1)
             b = query.size(0)
+            projections = [self.linears[i] for i in order]
             if split_transpose:
                 q, k, v = (lin(x).view(b, -1, self.h, self.d_k).transpose(1, 2)
-                           for lin, x in zip(self.linears, (query, key, value), strict=False))
+                           for lin, x in zip(projections, (query, key, value), strict=True))
             else:
                 q, k, v = (lin(x).view(b, self.h, -1, self.d_k)
-                           for lin, x in zip(self.linears, (query, key, value), strict=False))
+                           for lin, x in zip(projections, (query, key, value), strict=True))
             d = self.h * self.d_k if scale_d_model else self.d_k
             scores = q @ k.transpose(-2, -1) / math.sqrt(d)
             if mask is not None:
                 scores = scores.masked_fill(mask == 0, -1e9)
-            x = scores.softmax(-1) @ v
+            x = self.dropout(scores.softmax(-1)) @ v
             if merge is None:
                 x = x.transpose(1, 2).contiguous().view(b, -1, self.h * self.d_k)
             else:
                 x = merge(x, b, self.h, self.d_k)
-            return self.linears[3](x)
+            return self.linears[3](x) if w_o else x
 
     return Buggy
 
@@ -305,6 +347,9 @@ CATALOGUED: list[tuple[str, Callable[[], Any], str]] = [
     ("subsequent_mask", lambda: mask_transposed, "mask transposed (upper triangle)"),
     ("subsequent_mask", lambda: mask_no_batch_axis, "no leading batch axis"),
     ("attention", lambda: attention_no_scale, "no √d_k scale"),
+    ("attention", lambda: attention_divided_by_d_k, "scores scaled by d_k instead of √d_k"),
+    ("attention", lambda: attention_scaled_after_softmax, "the scale applied after the softmax"),
+    ("attention", lambda: attention_filled_with_zero, "masked scores filled with 0 instead of -1e9"),
     ("attention", lambda: attention_wrong_axis, "softmax over the wrong axis"),
     ("attention", lambda: attention_mask_inverted, "mask inverted"),
     ("attention", lambda: attention_mask_after_softmax, "mask applied after the softmax"),
@@ -321,11 +366,19 @@ CATALOGUED: list[tuple[str, Callable[[], Any], str]] = [
     ("multi_head_attention", lambda: _mha(scale_d_model=True),
      "scores scaled by √d_model instead of √d_k"),
     ("multi_head_attention", lambda: _mha(unsqueeze=False), "mask not given a head axis"),
-    ("feed_forward", lambda: _ff(lambda self, x: self.w_2(self.w_1(x))),
+    ("multi_head_attention", lambda: _mha(order=(2, 1, 0)), "the Q, K and V projections swapped"),
+    ("multi_head_attention", lambda: _mha(order=(1, 0, 2)), "the Q, K and V projections swapped"),
+    ("multi_head_attention", lambda: _mha(order=(0, 0, 0)),
+     "one projection, linears[0], used for query, key and value"),
+    ("multi_head_attention", lambda: _mha(w_o=False),
+     "W^O left out: the merged heads are returned without the output projection"),
+    ("feed_forward", lambda: _ff(lambda self, x: self.w_2(self.dropout(self.w_1(x)))),
      "no ReLU between the two linear maps"),
-    ("feed_forward", lambda: _ff(lambda self, x: torch.relu(self.w_2(torch.relu(self.w_1(x))))),
+    ("feed_forward",
+     lambda: _ff(lambda self, x: torch.relu(self.w_2(self.dropout(torch.relu(self.w_1(x)))))),
      "ReLU applied after the second linear map too"),
-    ("feed_forward", lambda: _ff(lambda self, x: self.w_2(nn.functional.gelu(self.w_1(x)))),
+    ("feed_forward",
+     lambda: _ff(lambda self, x: self.w_2(self.dropout(nn.functional.gelu(self.w_1(x))))),
      "GELU instead of ReLU"),
     ("positional_encoding", lambda: _pe(table_swapped), "sin and cos swapped"),
     ("positional_encoding", lambda: _pe(table_i_over_d),
@@ -384,7 +437,7 @@ def test_nn_layernorm_is_named_as_the_other_flavour() -> None:
 
 
 UNCATALOGUED = [
-    ("attention", attention_divided_by_d_k, "weights", "weights["),
+    ("attention", attention_temperature_two, "weights", "weights["),
     ("positional_encoding", _pe(table_base_1000), None, "output["),
     ("layer_norm", _ln(ln_gain_and_bias_swapped), None, "output["),
 ]
@@ -403,6 +456,12 @@ def test_other_mistakes_get_what_differs_and_where(step: str, implementation: An
         assert f"First stage that differs: {stage}" in result.message
 
 
+def test_a_fully_masked_row_is_named_when_it_shows_the_failure() -> None:
+    result = check("attention", attention_float_mask_minus_inf, quiet=True)
+    assert result.mistake == "masked scores filled with -inf"
+    assert "fully masked: no key may be attended" in " ".join(result.message.split())
+
+
 def test_a_shape_mistake_says_both_shapes() -> None:
     def returns_only_output(query, key, value, mask=None, dropout=None):  # type: ignore[no-untyped-def]
         out, p = attention(query, key, value, mask, dropout)
@@ -418,7 +477,9 @@ def test_an_exception_is_reported_in_one_line_with_its_input() -> None:
         return attention(query, key.transpose(-2, -1), value, mask, dropout)
 
     result = check("attention", broken, quiet=True)
-    assert not result.passed and "Your attention raised RuntimeError" in result.message
+    message = " ".join(result.message.split())
+    assert not result.passed and "Your broken (test_blocks.py, line " in message
+    assert "raised RuntimeError" in message
     assert "Traceback" not in result.message
 
 
@@ -431,6 +492,21 @@ def test_the_multi_head_stage_names_the_first_difference() -> None:
 
     result = check("multi_head_attention", KeyDoubled, quiet=True)
     assert result.stage == "key projection", result.message
+
+
+def test_projections_cloned_by_reference_are_said() -> None:
+    base = answer("multi_head_attention").MultiHeadedAttention
+
+    class OneLinear(base):  # type: ignore[misc, valid-type]
+        def __init__(self, h: int, d_model: int, dropout: float = 0.1) -> None:
+            super().__init__(h, d_model, dropout)
+            self.linears = nn.ModuleList([nn.Linear(d_model, d_model)] * 4)  # four references
+
+    result = check("multi_head_attention", OneLinear, quiet=True)
+    message = " ".join(result.message.split())
+    assert not result.passed
+    assert "linears.0 and linears.1 and linears.2 are one and the same module" in message
+    assert "copy.deepcopy" in message
 
 
 def test_wrong_parameter_names_are_said() -> None:

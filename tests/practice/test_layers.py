@@ -130,6 +130,21 @@ def _make_model_with_generator(forward: Callable[[Any, torch.Tensor], torch.Tens
     return module.make_model
 
 
+def _make_model_with(name: str, method: Callable[..., Any]) -> Any:
+    module = answer("encoder_decoder")
+    module.EncoderDecoder = type("Buggy", (module.EncoderDecoder,), {name: method})
+    return module.make_model
+
+
+def decode_with_source_embedding(self: Any, memory: Any, src_mask: Any, tgt: Any,
+                                 tgt_mask: Any) -> Any:
+    return self.decoder(self.src_embed(tgt), memory, src_mask, tgt_mask)
+
+
+def forward_with_generator(self: Any, src: Any, tgt: Any, src_mask: Any, tgt_mask: Any) -> Any:
+    return self.generator(self.decode(self.encode(src, src_mask), src_mask, tgt, tgt_mask))
+
+
 CATALOGUED: list[tuple[str, Callable[[], Any], str]] = [
     ("sublayer", lambda: _subclass("sublayer", sub_swapped), "the two arrangements swapped"),
     ("sublayer", lambda: _subclass("sublayer", sub_always_pre),
@@ -156,6 +171,10 @@ CATALOGUED: list[tuple[str, Callable[[], Any], str]] = [
     ("encoder_decoder",
      lambda: _make_model_with_generator(lambda self, x: self.proj(x).softmax(-1)),
      "the generator returns probabilities (softmax), not log-probabilities"),
+    ("encoder_decoder", lambda: _make_model_with("decode", decode_with_source_embedding),
+     "decode() embeds the target with the source embedding"),
+    ("encoder_decoder", lambda: _make_model_with("forward", forward_with_generator),
+     "forward() applies the generator"),
 ]
 
 
@@ -170,7 +189,7 @@ def test_each_classic_mistake_is_named(step: str, make: Callable[[], Any], mista
 
 UNCATALOGUED = [
     ("sublayer", lambda: _subclass("sublayer", sub_norm_twice), "output"),
-    ("encoder_layer", lambda: _subclass("encoder_layer", enc_no_feed_forward), "output"),
+    ("encoder_layer", lambda: _subclass("encoder_layer", enc_no_feed_forward), "feed-forward"),
     ("decoder_layer", lambda: _subclass("decoder_layer", dec_values_from_decoder),
      "source attention"),
 ]
@@ -183,6 +202,12 @@ def test_other_mistakes_name_the_first_stage_that_differs(step: str, make: Calla
     assert not result.passed and result.mistake is None
     assert result.stage == stage, result.message
     assert f"First stage that differs: {stage} (" in result.message
+
+
+def test_a_module_never_called_is_said() -> None:
+    result = check("encoder_layer", _subclass("encoder_layer", enc_no_feed_forward), quiet=True)
+    message = " ".join(result.message.split())
+    assert "feed-forward (the output of feed_forward): your code never called it." in message
 
 
 def test_a_wrong_layer_norm_shows_in_the_sublayer_as_the_norm_stage() -> None:

@@ -52,6 +52,46 @@ def _broken_positions() -> SimpleNamespace:
     return _learner(module)
 
 
+def _positions_base_1000() -> SimpleNamespace:
+    module = answer("encoder_decoder")
+
+    class Base1000(module.PositionalEncoding):  # type: ignore[misc, name-defined]
+        def __init__(self, d_model: int, dropout: float, max_len: int = 5000) -> None:
+            super().__init__(d_model, dropout, max_len)
+            position = torch.arange(max_len).unsqueeze(1)
+            angle = position * torch.exp(torch.arange(0, d_model, 2) * -(math.log(1000.0) / d_model))
+            self.pe[0, :, 0::2], self.pe[0, :, 1::2] = torch.sin(angle), torch.cos(angle)
+
+    module.PositionalEncoding = Base1000
+    return _learner(module)
+
+
+def _encoder_without_mask() -> SimpleNamespace:
+    module = answer("encoder_decoder")
+
+    class NoMask(module.EncoderLayer):  # type: ignore[misc, name-defined]
+        def forward(self, x: torch.Tensor, mask: Any) -> torch.Tensor:
+            x = self.sublayer[0](x, lambda x: self.self_attn(x, x, x))  # the mask left out
+            return self.sublayer[1](x, self.feed_forward)
+
+    module.EncoderLayer = NoMask
+    return _learner(module)
+
+
+def _cross_attention_without_src_mask() -> SimpleNamespace:
+    module = answer("encoder_decoder")
+
+    class NoSourceMask(module.DecoderLayer):  # type: ignore[misc, name-defined]
+        def forward(self, x: torch.Tensor, memory: torch.Tensor, src_mask: Any,
+                    tgt_mask: Any) -> torch.Tensor:
+            x = self.sublayer[0](x, lambda x: self.self_attn(x, x, x, tgt_mask))
+            x = self.sublayer[1](x, lambda x: self.src_attn(x, memory, memory))  # no src_mask
+            return self.sublayer[2](x, self.feed_forward)
+
+    module.DecoderLayer = NoSourceMask
+    return _learner(module)
+
+
 def _broken_embeddings() -> SimpleNamespace:
     module = answer("encoder_decoder")
 
@@ -82,7 +122,7 @@ def _broken_decoder_layer() -> SimpleNamespace:
         def forward(self, x: torch.Tensor, memory: torch.Tensor, src_mask: Any,
                     tgt_mask: Any) -> torch.Tensor:
             x = self.sublayer[0](x, lambda x: self.self_attn(x, x, x, tgt_mask))
-            x = self.sublayer[1](x, lambda x: self.src_attn(x, memory, x, None))
+            x = self.sublayer[1](x, lambda x: self.src_attn(x, x, x, None))
             return self.sublayer[2](x, self.feed_forward)
 
     module.DecoderLayer = KeysFromDecoder
@@ -135,10 +175,13 @@ BROKEN = [
     (_broken_decoder_layer, "decoder layer 0", "decoder_layer"),
     (_broken_generator, "generator", "encoder_decoder (the Generator)"),
     (_broken_decoding, "decoding", "greedy_decode"),
+    (_positions_base_1000, "source positional encoding", "positional_encoding"),
+    (_encoder_without_mask, "encoder layer 0", "encoder_layer"),
+    (_cross_attention_without_src_mask, "decoder layer 0", "decoder_layer"),
 ]
 
 
-@pytest.mark.parametrize(("make", "stage", "step"), BROKEN, ids=[b[1] for b in BROKEN])
+@pytest.mark.parametrize(("make", "stage", "step"), BROKEN, ids=[b[0].__name__ for b in BROKEN])
 def test_one_broken_stage_is_named(make: Any, stage: str, step: str) -> None:
     result = check("translator", make(), quiet=True)
     assert not result.passed
@@ -146,6 +189,24 @@ def test_one_broken_stage_is_named(make: Any, stage: str, step: str) -> None:
     message = " ".join(result.message.split())
     assert f"the first stage that differs: {stage}." in message
     assert f"Check again: {step}" in message
+
+
+def test_an_error_in_the_forward_pass_names_the_stage_and_the_learners_function() -> None:
+    module = answer("encoder_decoder")
+
+    class ValuesFromDecoder(module.DecoderLayer):  # type: ignore[misc, name-defined]
+        def forward(self, x: torch.Tensor, memory: torch.Tensor, src_mask: Any,
+                    tgt_mask: Any) -> torch.Tensor:
+            x = self.sublayer[0](x, lambda x: self.self_attn(x, x, x, tgt_mask))
+            x = self.sublayer[1](x, lambda x: self.src_attn(x, memory, x, src_mask))
+            return self.sublayer[2](x, self.feed_forward)
+
+    module.DecoderLayer = ValuesFromDecoder
+    result = check("translator", _learner(module), quiet=True)
+    message = " ".join(result.message.split())
+    assert not result.passed and result.stage == "decoder layer 0"
+    assert "translates, decoder layer 0 raised. Your attention (attention.py, line " in message
+    assert "Check again: decoder_layer" in message
 
 
 def test_a_model_that_cannot_take_the_weights_is_said() -> None:

@@ -3,8 +3,11 @@
 - `practice start DIR` writes one starter file per step, and a README with their order
   ([`write_starters`][vanilla_transformer.practice.write_starters]);
 - `practice check STEP FILE.py` checks the function or class of that step's name in the file
-  with [`check`][vanilla_transformer.practice.check], prints the message and exits with 0 on a
-  pass, 1 on a failure and 2 when the file does not load (never a traceback).
+  with [`check`][vanilla_transformer.practice.check], in a child process under a time limit
+  (`--timeout`, default `DEFAULT_TIMEOUT` seconds), passes through what the code prints
+  (capped), prints the message and exits with 0 on a pass only, 1 on a failure (a wrong
+  result, an error, `exit()`, a crash, the time limit) and 2 when the file does not load or
+  the check itself fails (never a traceback).
 
 Parsing and `--help` import no PyTorch. Walked through on the *Rebuild it yourself* page.
 """
@@ -15,7 +18,11 @@ import argparse
 import sys
 from typing import Any
 
-__all__ = ["STEP_NAMES", "register", "run_start", "run_check"]
+__all__ = ["STEP_NAMES", "DEFAULT_TIMEOUT", "register", "run_start", "run_check", "run_status",
+           "run_hint"]
+
+DEFAULT_TIMEOUT = 120.0
+"""Seconds a check may run, PyTorch's start included, before it is stopped as a failure."""
 
 STEP_NAMES = ("subsequent_mask", "attention", "multi_head_attention", "feed_forward",
               "positional_encoding", "embeddings", "layer_norm", "sublayer", "encoder_layer",
@@ -60,16 +67,38 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     check = actions.add_parser(
         "check", help="check one step of your code",
         description="Check the function or class of STEP's name in FILE against the package's. "
-                    "Exit status: 0 passed, 1 failed, 2 the file does not load.",
+                    "Your code runs in a child process under a time limit. Exit status: 0 "
+                    "passed, 1 failed (a wrong result, an error, exit(), a crash or the time "
+                    "limit), 2 the file does not load.",
         epilog="steps, in order: " + ", ".join(STEP_NAMES))
     check.add_argument("step", metavar="STEP", choices=STEP_NAMES, help="the step to check")
     check.add_argument("file", metavar="FILE", help="your .py file")
     check.add_argument("--seed", type=int, default=0,
                        help="make other inputs (default 0)")
+    check.add_argument("--timeout", metavar="SECONDS", type=_seconds, default=DEFAULT_TIMEOUT,
+                       help="stop the check as a failure after this many seconds "
+                            f"(default {DEFAULT_TIMEOUT:g})")
     check.add_argument("--weights", metavar="FOLDER", default=None,
                        help="translator only: the trained run to load (default: numbers-de, the "
                             "German translator that ships with the package)")
     check.set_defaults(handler=run_check)
+    status = actions.add_parser(
+        "status", help="check every step in a folder and print a table",
+        description="Check every step's file in DIR, in order, each in a child process, and "
+                    "print a table: passed, FAILED (with the first line of the message) or "
+                    "not started. Exit status: 0 if every step passed, 1 otherwise.")
+    status.add_argument("dir", metavar="DIR", help="your folder (as 'start' wrote it)")
+    status.add_argument("--timeout", metavar="SECONDS", type=_seconds, default=DEFAULT_TIMEOUT,
+                        help=f"the time limit of each step's check (default {DEFAULT_TIMEOUT:g})")
+    status.set_defaults(handler=run_status)
+    hint = actions.add_parser(
+        "hint", help="print a hint for a step, one level at a time",
+        description="Print a hint for STEP: level 1 says what to think about, the next ones "
+                    "the operations and shapes, the last the steps nearly as code.",
+        epilog="steps, in order: " + ", ".join(STEP_NAMES))
+    hint.add_argument("step", metavar="STEP", choices=STEP_NAMES, help="the step")
+    hint.add_argument("--level", type=int, default=1, help="which hint, from 1 (default 1)")
+    hint.set_defaults(handler=run_hint)
     return parser
 
 
@@ -91,38 +120,91 @@ def run_start(args: argparse.Namespace) -> int:
     return 0
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
+
+
 def _error(message: str) -> int:
     print(f"vanilla-transformer practice check: error: {message}", file=sys.stderr, flush=True)
     return 2
 
 
 def run_check(args: argparse.Namespace) -> int:
-    """Check one step of a file; print the message.
+    """Check one step of a file in a child process; print its output and the message.
 
     Returns:
         0 on a pass, 1 on a failure, 2 if the file does not load or lacks the step's name.
     """
-    from ..practice import OBJECTS, check
-    from ..practice._starters import LoadError, load_file
+    from ._practice_process import run_child
 
-    try:
-        module = load_file(args.file)
-    except LoadError as error:
-        return _error(str(error))
-    if args.step == "translator":
-        implementation: Any = module
-    else:
-        name = OBJECTS[args.step]
-        if not hasattr(module, name):
-            return _error(f"{args.file} has no {name}: the {args.step} step checks the "
-                          f"function or class named {name}")
-        implementation = getattr(module, name)
     if args.weights is not None and args.step != "translator":
         return _error(f"--weights is for the translator step only, not {args.step}")
+    outcome = run_child(args.step, args.file, seed=args.seed, timeout=args.timeout,
+                        folder=args.weights)
+    if outcome.printed:
+        print("Your code printed:", flush=True)
+        print(outcome.printed, end="" if outcome.printed.endswith("\n") else "\n", flush=True)
+    if outcome.error:
+        return _error(outcome.message)
+    print(outcome.message, flush=True)
+    return outcome.code
+
+
+def run_status(args: argparse.Namespace) -> int:
+    """Check every step of a folder in order; print one row per step.
+
+    Returns:
+        0 if every step passed, 1 otherwise, 2 if DIR is not a folder.
+    """
+    from pathlib import Path
+
+    from ._practice_process import run_child
+
+    folder = Path(args.dir)
+    if not folder.is_dir():
+        print(f"vanilla-transformer practice status: error: {args.dir} is not a folder",
+              file=sys.stderr, flush=True)
+        return 2
+    width = max(map(len, STEP_NAMES))
+    print(f"{'step':<{width}}  status", flush=True)
+    passed = 0
+    for step in STEP_NAMES:
+        file = folder / f"{step}.py"
+        if not file.is_file():
+            row = "not started (no file)"
+        else:
+            outcome = run_child(step, str(file), seed=0, timeout=args.timeout)
+            first = outcome.message.splitlines()[0] if outcome.message else ""
+            if outcome.code == 0:
+                row, passed = "passed", passed + 1
+            elif first.startswith(f"{step}: not written yet"):
+                row = "not started"
+            else:
+                row = first.removeprefix(f"{step}: ")
+                row = row if row.startswith("FAILED") else f"FAILED: {row}"
+                row = row if len(row) <= 78 - width else row[: 75 - width] + "..."
+        print(f"{step:<{width}}  {row}", flush=True)
+    print(f"{passed} of {len(STEP_NAMES)} steps passed.", flush=True)
+    return 0 if passed == len(STEP_NAMES) else 1
+
+
+def run_hint(args: argparse.Namespace) -> int:
+    """Print one hint of a step.
+
+    Returns:
+        0, or 2 for a level out of range.
+    """
+    from ..practice._hints import hint
+
     try:
-        result = check(args.step, implementation, seed=args.seed, folder=args.weights)
+        print(hint(args.step, args.level), flush=True)
     except ValueError as error:
-        if args.weights is None:
-            raise
-        return _error(str(error))
-    return 0 if result.passed else 1
+        print(f"vanilla-transformer practice hint: error: {error}", file=sys.stderr, flush=True)
+        return 2
+    return 0

@@ -22,19 +22,14 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ._blocks import (
-    Attention,
-    EmbeddingsStep,
-    FeedForward,
-    LayerNormStep,
-    MultiHeadAttention,
-    PositionalEncodingStep,
-    SubsequentMask,
-)
+from ._blocks import Attention, EmbeddingsStep, LayerNormStep, SubsequentMask
 from ._core import CheckResult, Mistake, Step, run_step, tensor_difference
 from ._decoding import GreedyDecode
-from ._layers import DecoderLayerStep, EncoderDecoderStep, EncoderLayerStep, Sublayer
+from ._feed_forward import FeedForward, PositionalEncodingStep
+from ._heads import MultiHeadAttention
+from ._layers import DecoderLayerStep, EncoderLayerStep, Sublayer
 from ._loss import LabelSmoothingStep
+from ._model import EncoderDecoderStep
 from ._starters import STARTERS, load_file, write_starters
 from ._translator import check_translator
 
@@ -103,10 +98,12 @@ def check(step: str, implementation: Any, *, seed: int = 0, quiet: bool = False,
 
 
 def catalogue() -> list[tuple[str, str, str]]:
-    """Every classic mistake the steps recognise: `(step, name, fix)`, in the steps' order.
+    """Every classic mistake the steps recognise: `(step, name, fix)`, in the steps' order, each
+    name once.
 
     Example:
         >>> next(name for step, name, _ in catalogue() if step == "embeddings")
         'no √d_model scale'
     """
-    return [(s.name, m.name, m.fix) for s in _STEPS for m in s.mistakes]
+    named = [(s.name, m.name, m.fix) for s in _STEPS for m in s.mistakes]
+    return [m for i, m in enumerate(named) if m[:2] not in {n[:2] for n in named[:i]}]

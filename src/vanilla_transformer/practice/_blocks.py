@@ -1,5 +1,5 @@
-r"""The steps for the building blocks: the subsequent mask, attention, multi-head attention, the
-feed-forward network, the positional encoding, the embeddings and layer normalisation.
+r"""The steps for the building blocks without dropout sites of their own: the subsequent mask,
+attention, the embeddings and layer normalisation.
 
 Each step compares the learner's code with the package's own
 ([`model`][vanilla_transformer.model]) and knows the classic mistakes of its block.
@@ -12,17 +12,21 @@ import random
 from typing import Any, ClassVar
 
 import torch
-from torch import nn
 
-from ..model.attention import MultiHeadedAttention, attention
-from ..model.embeddings import Embeddings, PositionalEncoding
-from ..model.layers import LayerNorm, PositionwiseFeedForward
+from ..model.attention import attention
+from ..model.embeddings import Embeddings
+from ..model.layers import LayerNorm
 from ..model.masks import subsequent_mask
 from ._core import Case, Mistake, Outputs, Step
-from ._inputs import FixedDropout, load_reference, mask_text, random_mask, shape, tapped
+from ._inputs import (
+    FixedDropout,
+    load_reference,
+    mask_text,
+    random_mask,
+    shape,
+)
 
-__all__ = ["SubsequentMask", "Attention", "MultiHeadAttention", "FeedForward",
-           "PositionalEncodingStep", "EmbeddingsStep", "LayerNormStep"]
+__all__ = ["SubsequentMask", "Attention", "EmbeddingsStep", "LayerNormStep"]
 
 
 # ---------------------------------------------------------------- subsequent_mask
@@ -68,17 +72,21 @@ class SubsequentMask(Step):
 
 
 # ---------------------------------------------------------------- attention
-def _attention_variant(case: Case, *, scale: bool = True, axis: int = -1, invert: bool = False,
+def _attention_variant(case: Case, *, scale: str = "sqrt", axis: int = -1, invert: bool = False,
                        after: bool = False, fill: float = -1e9, dropout_on: str = "weights",
-                       return_before: bool = False) -> Outputs:
+                       return_before: bool = False, added: bool = False) -> Outputs:
     q, k, v, mask = (case.data[n] for n in ("query", "key", "value", "mask"))
     dropout = case.data["dropout"]
     scores = q @ k.transpose(-2, -1)
-    if scale:
-        scores = scores / math.sqrt(q.size(-1))
-    if mask is not None and not after:
+    if scale in ("sqrt", "d_k"):
+        scores = scores / (math.sqrt(q.size(-1)) if scale == "sqrt" else q.size(-1))
+    if mask is not None and added:
+        scores = scores + torch.zeros(mask.shape, dtype=scores.dtype).masked_fill(mask == 0, fill)
+    elif mask is not None and not after:
         scores = scores.masked_fill((mask != 0) if invert else (mask == 0), fill)
     p = scores.softmax(dim=axis)
+    if scale == "after":
+        p = p / math.sqrt(q.size(-1))
     if mask is not None and after:
         p = p.masked_fill(mask == 0, 0.0)
     kept = p
@@ -98,7 +106,18 @@ class Attention(Step):
     mistakes = (
         Mistake("no √d_k scale",
                 "Divide the scores Q K^T by math.sqrt(d_k), where d_k = query.size(-1), "
-                "before the softmax.", lambda c: _attention_variant(c, scale=False)),
+                "before the softmax.", lambda c: _attention_variant(c, scale="none")),
+        Mistake("scores scaled by d_k instead of √d_k",
+                "Divide by the square root of d_k, math.sqrt(query.size(-1)), not by d_k.",
+                lambda c: _attention_variant(c, scale="d_k")),
+        Mistake("the scale applied after the softmax",
+                "Divide the scores by math.sqrt(d_k) before the softmax: dividing the weights "
+                "after it leaves rows that no longer sum to 1.",
+                lambda c: _attention_variant(c, scale="after")),
+        Mistake("masked scores filled with 0 instead of -1e9",
+                "A score of 0 still gets weight after the softmax: fill the masked scores "
+                "with -1e9 so that they get (almost) none.",
+                lambda c: _attention_variant(c, fill=0.0)),
         Mistake("softmax over the wrong axis",
                 "Each query's weights over the keys must sum to 1: softmax over the last "
                 "axis (dim=-1), the keys.", lambda c: _attention_variant(c, axis=-2)),
@@ -113,6 +132,11 @@ class Attention(Step):
                 "A query whose every key is masked then gets NaN weights: fill with a large "
                 "finite negative number, -1e9, so such a row gets uniform weights.",
                 lambda c: _attention_variant(c, fill=float("-inf"))),
+        Mistake("a float mask of -1e9 added to the scores, not filled in",
+                "Adding -1e9 keeps the differences between masked scores in float64, so a "
+                "fully masked row is not uniform: set them to -1e9 with "
+                "scores.masked_fill(mask == 0, -1e9).",
+                lambda c: _attention_variant(c, added=True)),
         Mistake("dropout applied to the output instead of the weights",
                 "Apply dropout to the attention weights, then multiply by value (and return "
                 "the weights after dropout).", lambda c: _attention_variant(c, dropout_on="output")),
@@ -157,245 +181,6 @@ class Attention(Step):
         if not isinstance(result, tuple) or len(result) != 2:
             raise TypeError(f"attention must return (output, weights), got {type(result).__name__}")
         return {"weights": result[1], "output": result[0]}
-
-
-# ---------------------------------------------------------------- multi-head attention
-def _mha_variant(case: Case, *, split: str = "ok", merge: str = "ok", scale: str = "d_k",
-                 unsqueeze: bool = True) -> Outputs:
-    ref: MultiHeadedAttention = case.data["reference"]
-    query, key, value, mask = (case.data[n] for n in ("query", "key", "value", "mask"))
-    h, d_k = ref.h, ref.d_k
-    b = query.size(0)
-
-    def heads(x: torch.Tensor) -> torch.Tensor:
-        if split == "no-transpose":
-            return x.view(b, h, -1, d_k)
-        return x.view(b, -1, h, d_k).transpose(1, 2)
-
-    q, k, v = (heads(lin(x)) for lin, x in zip(ref.linears, (query, key, value), strict=False))
-    if mask is not None and unsqueeze:
-        mask = mask.unsqueeze(1)
-    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k if scale == "d_k" else h * d_k)
-    if mask is not None:
-        scores = scores.masked_fill(mask == 0, -1e9)
-    x = scores.softmax(-1) @ v  # (batch, h, query_len, d_k)
-    if merge == "no-transpose":
-        merged = x.reshape(b, -1, h * d_k)
-    elif merge == "interleaved":
-        merged = x.permute(0, 2, 3, 1).reshape(b, -1, h * d_k)
-    else:
-        merged = x.transpose(1, 2).reshape(b, -1, h * d_k)
-    return {"merged heads": merged, "output": ref.linears[3](merged)}
-
-
-_MHA_TAPS = [("query projection", "linears.0", False), ("key projection", "linears.1", False),
-             ("value projection", "linears.2", False), ("merged heads", "linears.3", True)]
-
-
-class MultiHeadAttention(Step):
-    name, obj, kind = "multi_head_attention", "MultiHeadedAttention", "class"
-    summary = "MultiHeadedAttention(h, d_model, dropout=0.1); forward(query, key, value, mask=None)"
-    stages: ClassVar[dict[str, str]] = {"query projection": "the output of linears[0]",
-              "key projection": "the output of linears[1]",
-              "value projection": "the output of linears[2]",
-              "merged heads": "the heads concatenated, the input of linears[3]",
-              "output": "the output of linears[3]"}
-    mistakes = (
-        Mistake("heads split with view but no transpose, so heads mix positions",
-                "Split (batch, seq_len, d_model) with .view(batch, -1, h, d_k) and then "
-                ".transpose(1, 2) to (batch, h, seq_len, d_k).",
-                lambda c: _mha_variant(c, split="no-transpose")),
-        Mistake("heads concatenated in the wrong order: no transpose back before merging",
-                "Turn (batch, h, seq_len, d_k) back into (batch, seq_len, h, d_k) with "
-                ".transpose(1, 2) before .reshape(batch, -1, h * d_k).",
-                lambda c: _mha_variant(c, merge="no-transpose")),
-        Mistake("heads concatenated in the wrong order: features interleaved",
-                "Concatenate whole heads, head 0's d_k features then head 1's: "
-                "x.transpose(1, 2).reshape(batch, -1, h * d_k).",
-                lambda c: _mha_variant(c, merge="interleaved")),
-        Mistake("scores scaled by √d_model instead of √d_k",
-                "Each head works in d_k = d_model / h dimensions: divide by math.sqrt(d_k).",
-                lambda c: _mha_variant(c, scale="d_model")),
-        Mistake("mask not given a head axis",
-                "A mask of shape (batch, 1 or query_len, key_len) needs .unsqueeze(1) to "
-                "apply the same mask to every head.",
-                lambda c: _mha_variant(c, unsqueeze=False)),
-    )
-
-    def cases(self, seed: int) -> list[Case]:
-        rng, g = random.Random(seed), torch.Generator().manual_seed(seed)
-        cases = []
-        for i in range(36):
-            h, d_k, b = rng.randint(1, 4), rng.randint(1, 4), rng.randint(1, 3)
-            d_model = h * d_k
-            q_len = rng.randint(1, 5)
-            cross = i % 2 == 1
-            k_len = rng.randint(1, 5) if cross else q_len
-            kind = ["none", "padding", "subsequent" if not cross else "padding"][i % 3]
-            query = torch.randn(b, q_len, d_model, generator=g)
-            key = torch.randn(b, k_len, d_model, generator=g) if cross else query
-            mask = random_mask(g, [b], q_len, k_len, kind)
-            if kind == "subsequent" and mask is not None:
-                mask = mask[0:1]
-            reference = MultiHeadedAttention(h, d_model, dropout=0.0).eval()
-            text = (f"h={h}, d_model={d_model}, {shape('query', query)}, "
-                    + (f"{shape('key = value', key)} (cross-attention)" if cross
-                       else "key = value = query (self-attention)")
-                    + f", {mask_text('mask', mask)}")
-            data = {"h": h, "d_model": d_model, "query": query, "key": key, "value": key,
-                    "mask": mask, "reference": reference}
-            cases.append(Case(text, query.numel() + key.numel() + d_model * h, data))
-        return cases
-
-    def expected(self, case: Case) -> Outputs:
-        d = case.data
-        return tapped(d["reference"], _MHA_TAPS,
-                      lambda: d["reference"](d["query"], d["key"], d["value"], d["mask"]))
-
-    def run(self, implementation: Any, case: Case) -> Outputs:
-        d = case.data
-        module = implementation(d["h"], d["d_model"], dropout=0.0)
-        load_reference(module, d["reference"], "MultiHeadedAttention")
-        module.eval()
-        return tapped(module, _MHA_TAPS,
-                      lambda: module(d["query"], d["key"], d["value"], d["mask"]))
-
-
-# ---------------------------------------------------------------- feed-forward
-def _ff_variant(case: Case, *, relu: str = "hidden") -> Outputs:
-    ref: PositionwiseFeedForward = case.data["reference"]
-    hidden = ref.w_1(case.data["x"])
-    if relu in ("hidden", "both"):
-        hidden = hidden.relu()
-    elif relu == "gelu":
-        hidden = nn.functional.gelu(hidden)
-    out = ref.w_2(hidden)
-    if relu == "both":
-        out = out.relu()
-    return {"after ReLU": hidden, "output": out}
-
-
-_FF_TAPS = [("hidden", "w_1", False), ("after ReLU", "w_2", True)]
-
-
-class FeedForward(Step):
-    name, obj, kind = "feed_forward", "PositionwiseFeedForward", "class"
-    summary = "PositionwiseFeedForward(d_model, d_ff, dropout=0.1): w_2(relu(w_1(x)))"
-    stages: ClassVar[dict[str, str]] = {"hidden": "the output of w_1", "after ReLU": "the input of w_2",
-              "output": "the output of w_2"}
-    mistakes = (
-        Mistake("no ReLU between the two linear maps",
-                "FFN(x) = max(0, x W_1 + b_1) W_2 + b_2: apply .relu() to w_1's output.",
-                lambda c: _ff_variant(c, relu="none")),
-        Mistake("ReLU applied after the second linear map too",
-                "Only the hidden layer has a ReLU; w_2's output goes out as it is.",
-                lambda c: _ff_variant(c, relu="both")),
-        Mistake("GELU instead of ReLU",
-                "The paper's network uses max(0, x): .relu(), not gelu.",
-                lambda c: _ff_variant(c, relu="gelu")),
-    )
-
-    def cases(self, seed: int) -> list[Case]:
-        rng, g = random.Random(seed), torch.Generator().manual_seed(seed)
-        cases = []
-        for _ in range(24):
-            d_model, d_ff = rng.randint(1, 8), rng.randint(1, 16)
-            x = torch.randn(rng.randint(1, 3), rng.randint(1, 4), d_model, generator=g)
-            reference = PositionwiseFeedForward(d_model, d_ff, dropout=0.0).eval()
-            text = f"d_model={d_model}, d_ff={d_ff}, {shape('x', x)}"
-            cases.append(Case(text, x.numel() + d_ff, {"x": x, "d_model": d_model,
-                                                        "d_ff": d_ff, "reference": reference}))
-        return cases
-
-    def expected(self, case: Case) -> Outputs:
-        ref, x = case.data["reference"], case.data["x"]
-        return tapped(ref, _FF_TAPS, lambda: ref(x))
-
-    def run(self, implementation: Any, case: Case) -> Outputs:
-        d = case.data
-        module = implementation(d["d_model"], d["d_ff"], dropout=0.0)
-        load_reference(module, d["reference"], "PositionwiseFeedForward")
-        module.eval()
-        return tapped(module, _FF_TAPS, lambda: module(d["x"]))
-
-
-# ---------------------------------------------------------------- positional encoding
-def _table(length: int, d_model: int, *, swap: bool = False, exponent: str = "2i",
-           start: int = 0, halves: bool = False) -> torch.Tensor:
-    position = torch.arange(start, start + length, dtype=torch.float64).unsqueeze(1)
-    pairs = torch.arange(0, d_model // 2, dtype=torch.float64)
-    if exponent == "2i":
-        power = 2 * pairs / d_model
-    elif exponent == "i":
-        power = pairs / d_model
-    else:  # "j": each feature uses its own index, so the cosines get (2i + 1) / d_model
-        power = 2 * pairs / d_model
-    angle = position / 10000.0 ** power
-    first, second = (torch.cos(angle), torch.sin(angle)) if swap else (torch.sin(angle),
-                                                                        torch.cos(angle))
-    if exponent == "j":
-        second = torch.cos(position / 10000.0 ** ((2 * pairs + 1) / d_model))
-    if halves:
-        return torch.cat([first, second], dim=1)
-    table = torch.empty(length, d_model, dtype=torch.float64)
-    table[:, 0::2], table[:, 1::2] = first, second
-    return table
-
-
-def _pe_variant(case: Case, **how: Any) -> Outputs:
-    x = case.data["x"]
-    table = _table(x.size(1), x.size(2), **how)
-    return {"output": x + table.to(torch.promote_types(x.dtype, torch.float32))}
-
-
-class PositionalEncodingStep(Step):
-    name, obj, kind = "positional_encoding", "PositionalEncoding", "class"
-    summary = "PositionalEncoding(d_model, dropout, max_len=5000): x + the sinusoid table"
-    tolerance = (1e-4, 2e-5)
-    mistakes = (
-        Mistake("sin and cos swapped",
-                "Even features (0, 2, 4, ...) hold sines and odd features cosines: "
-                "pe[:, 0::2] = sin, pe[:, 1::2] = cos.", lambda c: _pe_variant(c, swap=True)),
-        Mistake("the exponent 2i/d_model written as i/d_model",
-                "Pair i (features 2i and 2i+1) uses 10000^(2i/d_model): take the exponents "
-                "from torch.arange(0, d_model, 2), the even feature indices.",
-                lambda c: _pe_variant(c, exponent="i")),
-        Mistake("each feature uses its own index in the exponent",
-                "A sine and its cosine share one frequency: feature 2i+1 uses 2i/d_model, "
-                "like feature 2i.", lambda c: _pe_variant(c, exponent="j")),
-        Mistake("positions counted from 1",
-                "The first position is 0: torch.arange(0, max_len).",
-                lambda c: _pe_variant(c, start=1)),
-        Mistake("sines and cosines concatenated instead of interleaved",
-                "Interleave them: sines in the even features, cosines in the odd ones.",
-                lambda c: _pe_variant(c, halves=True)),
-    )
-
-    def cases(self, seed: int) -> list[Case]:
-        rng, g = random.Random(seed), torch.Generator().manual_seed(seed)
-        cases = []
-        for i in range(24):
-            d_model, length = 2 * rng.randint(1, 8), rng.randint(1, 12)
-            dtype = torch.float64 if i % 6 == 5 else torch.float32
-            x = torch.randn(rng.randint(1, 3), length, d_model, generator=g, dtype=dtype)
-            max_len = None if i % 4 == 0 else length + rng.randint(0, 20)
-            text = (f"d_model={d_model}, "
-                    + ("max_len left at its default" if max_len is None else f"max_len={max_len}")
-                    + f", {shape('x', x)}")
-            cases.append(Case(text, x.numel(), {"x": x, "d_model": d_model, "max_len": max_len}))
-        return cases
-
-    def expected(self, case: Case) -> Outputs:
-        d = case.data
-        module = PositionalEncoding(d["d_model"], 0.0, d["max_len"] or 5000)
-        return {"output": module(d["x"])}
-
-    def run(self, implementation: Any, case: Case) -> Outputs:
-        d = case.data
-        args = (d["d_model"], 0.0) if d["max_len"] is None else (d["d_model"], 0.0, d["max_len"])
-        module = implementation(*args)
-        module.eval()
-        return {"output": module(d["x"])}
 
 
 # ---------------------------------------------------------------- embeddings

@@ -18,6 +18,8 @@ from typing import Any, ClassVar
 
 import torch
 
+from ._attribution import error_sentence
+
 __all__ = ["Outputs", "Case", "Mistake", "Step", "CheckResult", "tensor_difference", "run_step"]
 
 Outputs = dict[str, Any]
@@ -72,6 +74,7 @@ class Step:
         tolerance: `(rtol, atol)` for every float comparison, or `None` for the dtype's own
             (the positional table is float32 whatever the input's dtype, so its step uses
             float32's).
+        optional: stages the learner's code may lack (not a module that must be called).
     """
 
     name = ""
@@ -81,6 +84,7 @@ class Step:
     stages: ClassVar[dict[str, str]] = {}
     mistakes: tuple[Mistake, ...] = ()
     tolerance: tuple[float, float] | None = None
+    optional: frozenset[str] = frozenset()
 
     def cases(self, seed: int) -> list[Case]:
         """The inputs, made from `seed` (every case has its own reference weights)."""
@@ -234,14 +238,28 @@ def _short(value: object) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+NEVER_CALLED = "never called"
+"""The text of a stage that the learner's code did not reach, while a later stage differs."""
+
+
 def _first_difference(expected: Outputs, got: Outputs,
-                      tolerance: tuple[float, float] | None = None) -> tuple[str, str] | None:
-    """The first stage of `expected` that `got` has and that differs, with the sentence."""
+                      tolerance: tuple[float, float] | None = None,
+                      optional: frozenset[str] = frozenset()) -> tuple[str, str] | None:
+    """The first stage of `expected` that differs in `got`, with the sentence.
+
+    A stage missing from `got` (a module never called) is skipped while the later stages
+    agree; if a later one differs, the missing stage is the one reported, as never called,
+    unless it is `optional` (a stage the learner's code may legitimately lack)."""
+    missing = None
     for stage, value in expected.items():
         if stage not in got:
+            if missing is None and stage not in optional:
+                missing = stage
             continue
         text = tensor_difference(value, got[stage], stage, tolerance)
         if text is not None:
+            if missing is not None:
+                return missing, f"{NEVER_CALLED}; later, {text}"
             return stage, text
     return None
 
@@ -279,13 +297,6 @@ def _paragraph(label: str, text: str) -> str:
                          break_on_hyphens=False)
 
 
-def _error_text(error: BaseException) -> str:
-    text = " ".join(str(error).split())
-    if len(text) > 160:
-        text = text[:157] + "..."
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__
-
-
 def run_step(step: Step, implementation: Any, seed: int = 0) -> CheckResult:
     """Run `implementation` on every input of `step` and describe the result.
 
@@ -318,7 +329,7 @@ def run_step(step: Step, implementation: Any, seed: int = 0) -> CheckResult:
             except Exception as error:  # noqa: BLE001 - the learner's code may raise anything
                 failures.append(_Failure(case, expected, error=error))
                 continue
-            difference = _first_difference(expected, got, step.tolerance)
+            difference = _first_difference(expected, got, step.tolerance, step.optional)
             if difference is not None:
                 failures.append(_Failure(case, expected, got, difference=difference))
             elif len(passes) < 3:
@@ -327,23 +338,27 @@ def run_step(step: Step, implementation: Any, seed: int = 0) -> CheckResult:
             message = f"{step.name}: passed, on all {len(cases)} inputs."
             return CheckResult(step.name, True, message, len(cases), 0)
         mistake = next((m for m in step.mistakes if _matches(m, failures, passes, step.tolerance)), None)
-    return _failed(step, cases, failures, mistake)
+    return _failed(step, cases, failures, mistake, implementation)
 
 
 def _failed(step: Step, cases: Sequence[Case], failures: Sequence[_Failure],
-            mistake: Mistake | None) -> CheckResult:
+            mistake: Mistake | None, implementation: Any) -> CheckResult:
     first = failures[0]
     lines = [f"{step.name}: FAILED on {len(failures)} of {len(cases)} inputs.",
              _paragraph("Smallest input that shows it: ", first.case.description + ".")]
     stage = None
     if first.error is not None:
-        lines.append(_paragraph(f"Your {step.obj} raised ", _error_text(first.error).rstrip(".")
-                                + "."))
+        lines.append(_paragraph(*error_sentence(first.error, implementation, step.obj)))
     elif first.difference is not None:
         stage, text = first.difference
-        if len(first.expected) > 1:
-            where = step.stages.get(stage, stage)
-            lines.append(_paragraph("First stage that differs: ", f"{stage} ({where})."))
+        where = step.stages.get(stage)
+        named = f"{stage} ({where})" if where else stage
+        if text.startswith(NEVER_CALLED):
+            lines.append(_paragraph("First stage that differs: ",
+                                    f"{named}: your code never called it."))
+            text = text.removeprefix(f"{NEVER_CALLED}; later, ")
+        elif len(first.expected) > 1:
+            lines.append(_paragraph("First stage that differs: ", f"{named}."))
         lines.append(_paragraph("First value that differs: ", text + "."))
     if mistake is not None:
         lines.append(_paragraph("Classic mistake: ", f"{mistake.name}. {mistake.fix}"))

@@ -9,7 +9,17 @@ from typing import Any
 import torch
 from torch import nn
 
-__all__ = ["shape", "mask_text", "load_reference", "tapped", "FixedDropout", "random_mask"]
+__all__ = ["shape", "mask_text", "load_reference", "tapped", "FixedDropout", "random_mask",
+           "distinct_weights", "StructureError", "fix_dropout", "TRAINING"]
+
+TRAINING = ("in training mode, every nn.Dropout replaced by a fixed one that zeroes the last "
+            "entry of each row and doubles the others")
+"""How a case in training mode is described."""
+
+
+class StructureError(ValueError):
+    """The learner's module is built differently from the reference (a parameter missing,
+    misnamed, misshapen or shared): said as it is, not as an error the learner's code raised."""
 
 
 def shape(name: str, x: torch.Tensor) -> str:
@@ -27,6 +37,12 @@ def mask_text(name: str, mask: torch.Tensor | None) -> str:
     text = f"{name} {tuple(mask.shape)}"
     if mask.numel() <= 16:
         text += " " + str(mask.int().tolist()).replace(" ", "")
+    if mask.dim() >= 2 and mask.size(-1) > 0:
+        blocked = (mask == 0).all(-1).reshape(-1, mask.size(-2)).any(0).nonzero().flatten()
+        if blocked.numel():
+            rows = ", ".join(map(str, blocked.tolist()))
+            text += (f" (query row{'s' if blocked.numel() > 1 else ''} {rows} fully masked: "
+                     "no key may be attended)")
     return text
 
 
@@ -55,11 +71,44 @@ def _is_table(name: str) -> bool:
     return name == "pe" or name.endswith(".pe")
 
 
+def distinct_weights(module: nn.Module, generator: torch.Generator) -> None:
+    """Give every learned matrix and bias of `module` its own random values (scaled by
+    1/sqrt(fan_in)), so that no two projections or layers are alike and using one for another
+    shows. LayerNorm gains and biases are left to `randomise_norms`."""
+    with torch.no_grad():
+        for name, p in module.named_parameters():
+            if ".norm." in f".{name}" or name.endswith(("a_2", "b_2")):
+                continue
+            fan_in = p.shape[-1] if p.dim() > 1 else 1
+            p.copy_(torch.randn(p.shape, generator=generator, dtype=p.dtype) / fan_in ** 0.5)
+
+
+def _shared(module: nn.Module) -> list[list[str]]:
+    """The groups of parameter names that are one and the same tensor."""
+    groups: dict[int, list[str]] = {}
+    for name, p in module.named_parameters(remove_duplicate=False):
+        groups.setdefault(id(p), []).append(name)
+    return [names for names in groups.values() if len(names) > 1]
+
+
+def _check_sharing(learner: nn.Module, reference: nn.Module, what: str) -> None:
+    alone = {frozenset(g) for g in _shared(reference)}
+    for names in _shared(learner):
+        if frozenset(names) in alone:
+            continue
+        owners = sorted({n.rsplit(".", 1)[0] for n in names})
+        raise StructureError(
+            f"in your {what}, {' and '.join(owners[:3])} are one and the same module (their "
+            f"parameters {', '.join(names[:3])} are one tensor), where the reference has "
+            "separate ones: make independent copies (copy.deepcopy each one, as clones does), "
+            "not several references to one module")
+
+
 def load_reference(learner: nn.Module, reference: nn.Module, what: str) -> None:
     """Copy the reference's weights into the learner's module, by name.
 
     Raises:
-        ValueError: naming the missing, extra or misshapen parameters.
+        StructureError: naming the missing, extra, misshapen or shared parameters.
     """
     if not isinstance(learner, nn.Module):
         raise TypeError(f"{what}(...) must build an nn.Module, got {type(learner).__name__}")
@@ -74,12 +123,13 @@ def load_reference(learner: nn.Module, reference: nn.Module, what: str) -> None:
         if extra:
             parts.append("it has " + ", ".join(extra[:4]) + (" ..." if len(extra) > 4 else "")
                          + " which the reference does not")
-        raise ValueError(f"{what}'s parameters are not named as the reference's: "
+        raise StructureError(f"{what}'s parameters are not named as the reference's: "
                          + "; ".join(parts) + " (weights are loaded by name, so the names matter)")
     for k, v in want.items():
         if tuple(have[k].shape) != tuple(v.shape):
-            raise ValueError(f"{what}'s parameter {k} has shape {tuple(have[k].shape)}, "
+            raise StructureError(f"{what}'s parameter {k} has shape {tuple(have[k].shape)}, "
                              f"the reference's {tuple(v.shape)}")
+    _check_sharing(learner, reference, what)
     learner.load_state_dict(want, strict=False)
 
 
@@ -123,9 +173,25 @@ def tapped(module: nn.Module, taps: Sequence[tuple[str, str, bool]],
 
 class FixedDropout(nn.Module):
     """A dropout that is the same on every call: it zeroes the last entry of each row and doubles
-    the others, so a check can see where dropout was applied."""
+    the others, so a check can see where dropout was applied. Its `p`, 0.5, is the rate
+    whose scaling (1 / (1 - p) = 2) it applies, for code that reads `dropout.p`."""
+
+    p = 0.5
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = x * 2
         y[..., -1] = 0
         return y
+
+
+def fix_dropout(module: nn.Module, train: bool) -> nn.Module:
+    """Put `module` in training or eval mode; in training mode replace every `nn.Dropout` in it
+    by a [`FixedDropout`][vanilla_transformer.practice._inputs.FixedDropout], so that the
+    learner's module and the reference drop the same entries wherever dropout is applied."""
+    if train:
+        for name, child in list(module.named_modules()):
+            if isinstance(child, nn.Dropout) and name:
+                parent, _, attribute = name.rpartition(".")
+                setattr(module.get_submodule(parent) if parent else module, attribute,
+                        FixedDropout())
+    return module.train(train)

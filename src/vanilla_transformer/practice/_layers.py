@@ -1,5 +1,5 @@
-r"""The steps that assemble the blocks: the residual sublayer, the encoder layer, the decoder layer
-and the whole encoder-decoder (`make_model`).
+r"""The steps that assemble the blocks: the residual sublayer, the encoder layer and the decoder
+layer.
 
 The learner's layer receives the package's own attention and feed-forward modules and the
 package's weights, so these steps check the wiring alone; each names the first stage (a
@@ -19,13 +19,21 @@ from torch import nn
 from ..model.attention import MultiHeadedAttention
 from ..model.decoder import DecoderLayer
 from ..model.encoder import EncoderLayer
-from ..model.encoder_decoder import EncoderDecoder, make_model
 from ..model.layers import PositionwiseFeedForward, SublayerConnection
 from ..model.masks import subsequent_mask
 from ._core import Case, Mistake, Outputs, Step
-from ._inputs import load_reference, mask_text, shape, tapped
+from ._inputs import (
+    TRAINING,
+    FixedDropout,
+    distinct_weights,
+    fix_dropout,
+    load_reference,
+    mask_text,
+    shape,
+    tapped,
+)
 
-__all__ = ["Sublayer", "EncoderLayerStep", "DecoderLayerStep", "EncoderDecoderStep"]
+__all__ = ["Sublayer", "EncoderLayerStep", "DecoderLayerStep", "randomise_norms"]
 
 ARRANGEMENTS = [(True, "annotated"), (False, "annotated"), (True, "torch"), (False, "torch")]
 
@@ -34,7 +42,7 @@ def _arrangement(norm_first: bool, layer_norm: str) -> str:
     return f"norm_first={norm_first}, layer_norm={layer_norm!r}"
 
 
-def _randomise_norms(module: nn.Module, g: torch.Generator) -> None:
+def randomise_norms(module: nn.Module, g: torch.Generator) -> None:
     """Give every LayerNorm a random gain and bias, so that each one's place shows."""
     with torch.no_grad():
         for name, p in module.named_parameters():
@@ -44,9 +52,17 @@ def _randomise_norms(module: nn.Module, g: torch.Generator) -> None:
 
 
 # ---------------------------------------------------------------- sublayer
-def _sub_variant(case: Case, how: str) -> Outputs:
+def _sub_variant(case: Case, how: str, dropout: str = "sublayer") -> Outputs:
     ref: SublayerConnection = case.data["reference"]
-    x, f = case.data["x"], case.data["sublayer"]
+    x, sub = case.data["x"], case.data["sublayer"]
+    drop = FixedDropout() if case.data["train"] else nn.Identity()
+
+    def f(t: torch.Tensor) -> torch.Tensor:
+        return drop(sub(t)) if dropout == "sublayer" else sub(t)
+
+    def total(t: torch.Tensor) -> torch.Tensor:
+        return drop(t) if dropout == "sum" else t
+
     pre = ref.norm_first if how == "ok" else {"swapped": not ref.norm_first, "pre": True,
                                               "post": False}.get(how, ref.norm_first)
     if how == "no residual":
@@ -54,7 +70,7 @@ def _sub_variant(case: Case, how: str) -> Outputs:
     elif how == "normalised residual":
         out = ref.norm(x) + f(ref.norm(x)) if pre else ref.norm(x) + ref.norm(f(x))
     else:
-        out = x + f(ref.norm(x)) if pre else ref.norm(x + f(x))
+        out = total(x + f(ref.norm(x))) if pre else ref.norm(total(x + f(x)))
     return {"output": out}
 
 
@@ -81,6 +97,15 @@ class Sublayer(Step):
         Mistake("the residual taken from the normalised x",
                 "The residual path carries x itself, not norm(x): x + sublayer(norm(x)).",
                 lambda c: _sub_variant(c, "normalised residual")),
+        Mistake("dropout left out of the residual connection",
+                "Drop the sublayer's output before adding it back: x + "
+                "self.dropout(sublayer(self.norm(x))) (pre-norm), or self.norm(x + "
+                "self.dropout(sublayer(x))) (post-norm).",
+                lambda c: _sub_variant(c, "ok", dropout="none")),
+        Mistake("dropout in the residual connection applied after the residual sum, not to the "
+                "sublayer's output", "Drop only the sublayer's output, before the addition: "
+                "x + self.dropout(sublayer(...)); the residual path x is never dropped.",
+                lambda c: _sub_variant(c, "ok", dropout="sum")),
     )
 
     def cases(self, seed: int) -> list[Case]:
@@ -90,19 +115,21 @@ class Sublayer(Step):
             size = rng.randint(2, 8)
             norm_first, layer_norm = ARRANGEMENTS[i % 4]
             x = torch.randn(rng.randint(1, 3), rng.randint(1, 4), size, generator=g)
-            reference = SublayerConnection(size, 0.0, norm_first=norm_first,
-                                           layer_norm=layer_norm).eval()
-            _randomise_norms(reference, g)
+            train = i % 3 == 2
+            reference = fix_dropout(SublayerConnection(size, 0.1, norm_first=norm_first,
+                                                       layer_norm=layer_norm), train)
+            randomise_norms(reference, g)
             linear = nn.Linear(size, size)
 
             def sublayer(t: torch.Tensor, linear: nn.Linear = linear) -> torch.Tensor:
                 return torch.tanh(linear(t))
 
             text = (f"size={size}, {_arrangement(norm_first, layer_norm)}, {shape('x', x)}, "
-                    "sublayer = tanh of a random linear map, random norm weights")
+                    "sublayer = tanh of a random linear map, random norm weights"
+                    + (f", {TRAINING}" if train else ""))
             cases.append(Case(text, x.numel(), {"x": x, "size": size, "norm_first": norm_first,
                                                 "layer_norm": layer_norm, "sublayer": sublayer,
-                                                "reference": reference}))
+                                                "reference": reference, "train": train}))
         return cases
 
     def _run(self, module: nn.Module, case: Case) -> Outputs:
@@ -126,10 +153,10 @@ class Sublayer(Step):
 
     def run(self, implementation: Any, case: Case) -> Outputs:
         d = case.data
-        module = implementation(d["size"], 0.0, norm_first=d["norm_first"],
-                                layer_norm=d["layer_norm"])
+        module = implementation(d["size"], 0.1 if d["train"] else 0.0,
+                                norm_first=d["norm_first"], layer_norm=d["layer_norm"])
         load_reference(module, d["reference"], "SublayerConnection")
-        module.eval()
+        fix_dropout(module, d["train"])
         return self._run(module, case)
 
 
@@ -192,7 +219,8 @@ class EncoderLayerStep(Step):
             attn, ff = _parts(h, d_model, d_ff)
             reference = EncoderLayer(d_model, attn, ff, 0.0, norm_first=norm_first,
                                      layer_norm=layer_norm).eval()
-            _randomise_norms(reference, g)
+            distinct_weights(reference, g)
+            randomise_norms(reference, g)
             text = (f"h={h}, d_model={d_model}, d_ff={d_ff}, "
                     f"{_arrangement(norm_first, layer_norm)}, {shape('x', x)}, "
                     f"{mask_text('mask', mask)}")
@@ -277,9 +305,8 @@ class DecoderLayerStep(Step):
             attn, ff = _parts(h, d_model, d_ff)
             reference = DecoderLayer(d_model, attn, copy.deepcopy(attn), ff, 0.0,
                                      norm_first=norm_first, layer_norm=layer_norm).eval()
-            for p in reference.src_attn.parameters():
-                nn.init.normal_(p, std=0.5, generator=g)
-            _randomise_norms(reference, g)
+            distinct_weights(reference, g)
+            randomise_norms(reference, g)
             text = (f"h={h}, d_model={d_model}, {_arrangement(norm_first, layer_norm)}, "
                     f"{shape('x', x)}, {shape('memory', memory)}, {mask_text('src_mask', src_mask)}, "
                     f"tgt_mask = subsequent_mask({t_len})")
@@ -303,116 +330,3 @@ class DecoderLayerStep(Step):
         load_reference(module, ref, "DecoderLayer")
         module.eval()
         return tapped(module, _DEC_TAPS, self._call(module, d))
-
-
-# ---------------------------------------------------------------- encoder-decoder
-def model_taps(n_layers: int) -> list[tuple[str, str, bool]]:
-    """The stages of a whole model, by submodule name, in the order they run."""
-    taps = [("source embeddings", "src_embed.0", False),
-            ("source positional encoding", "src_embed.1", False)]
-    taps += [(f"encoder layer {i}", f"encoder.layers.{i}", False) for i in range(n_layers)]
-    taps += [("encoder output", "encoder", False), ("target embeddings", "tgt_embed.0", False),
-             ("target positional encoding", "tgt_embed.1", False)]
-    taps += [(f"decoder layer {i}", f"decoder.layers.{i}", False) for i in range(n_layers)]
-    taps += [("decoder output", "decoder", False)]
-    return taps
-
-
-OPTION_SETS = [
-    dict(norm_first=True, layer_norm="annotated", tie_weights=False, generator_bias=True),
-    dict(norm_first=False, layer_norm="torch", tie_weights=True, generator_bias=False),
-    dict(norm_first=False, layer_norm="annotated", tie_weights=False, generator_bias=True),
-    dict(norm_first=True, layer_norm="torch", tie_weights=True, generator_bias=False),
-]
-
-
-def _generator_variant(case: Case, how: str) -> Outputs:
-    ref: EncoderDecoder = case.data["reference"]
-    d = case.data
-    states = ref(d["src"], d["tgt"], d["src_mask"], d["tgt_mask"])
-    logits = ref.generator.proj(states)
-    return {"log-probabilities": logits if how == "logits" else logits.softmax(-1)}
-
-
-def _tied(model: nn.Module) -> bool:
-    try:
-        weights = [model.get_submodule(p).weight for p in ("src_embed.0.lut", "tgt_embed.0.lut",
-                                                             "generator.proj")]
-    except AttributeError:
-        return False
-    return weights[0] is weights[1] is weights[2]
-
-
-class EncoderDecoderStep(Step):
-    name, obj, kind = "encoder_decoder", "make_model", "function"
-    summary = ("make_model(src_vocab, tgt_vocab, N=6, d_model=512, d_ff=2048, h=8, dropout=0.1, "
-               "*, norm_first, layer_norm, tie_weights, generator_bias, max_len)")
-    stages: ClassVar[dict[str, str]] = {"log-probabilities": "model.generator(states)",
-              "encode()": "model.encode(src, src_mask)",
-              "decode()": "model.decode(memory, src_mask, tgt, tgt_mask)",
-              "decoder states": "model(src, tgt, src_mask, tgt_mask)"}
-    mistakes = (
-        Mistake("the generator returns scores, not log-probabilities",
-                "End the generator with log_softmax(self.proj(x), dim=-1): the loss and "
-                "decoding read log-probabilities.", lambda c: _generator_variant(c, "logits")),
-        Mistake("the generator returns probabilities (softmax), not log-probabilities",
-                "Use log_softmax(..., dim=-1) instead of softmax.",
-                lambda c: _generator_variant(c, "softmax")),
-    )
-
-    def cases(self, seed: int) -> list[Case]:
-        rng, g = random.Random(seed), torch.Generator().manual_seed(seed)
-        cases = []
-        for i in range(6):
-            h, d_k, n = rng.randint(1, 2), rng.choice([2, 4]), rng.randint(1, 2)
-            d_model, d_ff, vocab = h * d_k, rng.randint(4, 12), rng.randint(5, 12)
-            options = OPTION_SETS[i % 4]
-            b, s_len, t_len = rng.randint(1, 3), rng.randint(1, 5), rng.randint(1, 5)
-            src = torch.randint(1, vocab, (b, s_len), generator=g)
-            tgt = torch.randint(1, vocab, (b, t_len), generator=g)
-            src[1:, -1] = 0  # every row but the first ends with padding
-            src[:, 0] = torch.randint(1, vocab, (b,), generator=g)
-            src_mask = (src != 0).unsqueeze(-2)
-            tgt_mask = subsequent_mask(t_len)
-            args: dict[str, Any] = dict(src_vocab=vocab, tgt_vocab=vocab, N=n, d_model=d_model,
-                                        d_ff=d_ff, h=h, dropout=0.1, max_len=32, **options)
-            reference = make_model(**args).eval()
-            _randomise_norms(reference, g)
-            opts = ", ".join(f"{k}={v!r}" for k, v in args.items())
-            text = f"make_model({opts}), src {src.tolist()}, tgt {tgt.tolist()}"
-            cases.append(Case(text, d_model * n * 4 + src.numel() + tgt.numel(),
-                              {"args": args, "src": src, "tgt": tgt, "src_mask": src_mask,
-                               "tgt_mask": tgt_mask, "reference": reference}))
-        return cases
-
-    def _run(self, model: Any, case: Case) -> Outputs:
-        d = case.data
-        out = tapped(model, model_taps(d["args"]["N"]),
-                     lambda: model(d["src"], d["tgt"], d["src_mask"], d["tgt_mask"]),
-                     last="decoder states")
-        out["log-probabilities"] = model.generator(out["decoder states"])
-        memory = model.encode(d["src"], d["src_mask"])
-        out["encode()"] = memory
-        out["decode()"] = model.decode(memory, d["src_mask"], d["tgt"], d["tgt_mask"])
-        return out
-
-    def expected(self, case: Case) -> Outputs:
-        return self._run(case.data["reference"], case)
-
-    def run(self, implementation: Any, case: Case) -> Outputs:
-        d = case.data
-        model = implementation(**d["args"])
-        if d["args"]["tie_weights"] and isinstance(model, nn.Module) and not _tied(model):
-            raise ValueError("with tie_weights=True, src_embed[0].lut.weight, "
-                             "tgt_embed[0].lut.weight and generator.proj.weight must be one "
-                             "and the same Parameter")
-        load_reference(model, d["reference"], "make_model")
-        for stage, path, _ in model_taps(d["args"]["N"]):
-            try:
-                model.get_submodule(path)
-            except AttributeError:
-                raise ValueError(f"your model has no {path} (the {stage}): build the model as "
-                                 "make_model's docstring shows, so that every stage has its "
-                                 "place") from None
-        model.eval()
-        return self._run(model, case)

@@ -45,6 +45,7 @@ class LabelSmoothingStep(Step):
                "summed KL divergence, keeps true_dist")
     stages: ClassVar[dict[str, str]] = {"true_dist": "the smoothed target distribution, self.true_dist",
               "loss": "the summed KL divergence"}
+    optional = frozenset({"true_dist"})
     mistakes = (
         Mistake("ε spread over V classes instead of V − 2",
                 "The correct class gets 1 − ε and padding gets nothing, so ε is shared by "

@@ -16,11 +16,12 @@ def attention(query, key, value, mask=None, dropout=None):
         True (non-zero) means the query may attend to that key.
     dropout: None, or a module applied to the attention weights.
 
-    1. scores = query times key transposed, divided by sqrt(d_k) (d_k = query.size(-1));
-    2. where mask == 0, set the score to -1e9 (a large finite number: a row whose every
-       key is masked then gets uniform weights instead of NaN);
-    3. weights = softmax of the scores over the keys (the last axis);
-    4. apply dropout to the weights, if given;
-    5. return (weights times value, weights), the weights after dropout.
+    Returns (output, weights): output (..., query_len, d_v); weights
+    (..., query_len, key_len), after dropout, each row summing to 1 before it.
+    A masked key gets (almost) no weight, and a query whose every key is masked gets
+    uniform weights, not NaN.
+
+    Lesson: Attention (learn/attention/ on the site).
+    Stuck? vanilla-transformer practice hint attention
     """
     raise NotImplementedError

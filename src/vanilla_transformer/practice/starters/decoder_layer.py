@@ -25,9 +25,11 @@ class DecoderLayer(nn.Module):
 
     def forward(self, x, memory, src_mask, tgt_mask):
         """x (batch, tgt_len, d_model); memory (batch, src_len, d_model), the encoder's
-        output.
-        1. sublayer[0] around self-attention of x under tgt_mask;
-        2. sublayer[1] around attention from x (queries) to memory (keys and values)
-           under src_mask;
-        3. sublayer[2] around the feed-forward network."""
+        output. Returns (batch, tgt_len, d_model): three sublayers in the paper's
+        order, masked self-attention, attention to the memory and the feed-forward
+        network. Which mask keeps the decoder from seeing ahead, and which hides the
+        source's padding?
+
+        Lesson: Layers (learn/layers/ on the site).
+        Stuck? vanilla-transformer practice hint decoder_layer"""
         raise NotImplementedError

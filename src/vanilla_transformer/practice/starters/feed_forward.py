@@ -3,6 +3,7 @@
 Check it:  vanilla-transformer practice check feed_forward feed_forward.py
 """
 
+import torch
 from torch import nn
 
 

@@ -13,13 +13,13 @@ def greedy_decode(model, src, src_mask, max_len, start_symbol, *, end_symbol=Non
                   pad_symbol=None):
     """Decode a batch greedily: token ids (batch, out_len), out_len <= max_len.
 
-    1. memory = model.encode(src, src_mask);
-       ys = start_symbol for every sentence, shape (batch, 1);
-    2. up to max_len - 1 times: decode ys against memory under
-       subsequent_mask(ys.size(1)); take model.generator of the LAST position;
-       its argmax is each sentence's next token; append it to ys;
-    3. with end_symbol: once a sentence has produced end_symbol, write pad_symbol (or
-       end_symbol when pad_symbol is None) in its later places; stop as soon as every
-       sentence has ended.
+    Each row starts with start_symbol and grows one token at a time, always the most
+    likely next token given the source and the tokens so far (the decoder sees no
+    token ahead of the one it predicts). With end_symbol: a sentence that has ended
+    gets pad_symbol (or end_symbol when pad_symbol is None) in its later places, and
+    decoding stops as soon as every sentence has ended.
+
+    Lesson: Decoding (learn/decoding/ on the site).
+    Stuck? vanilla-transformer practice hint greedy_decode
     """
     raise NotImplementedError

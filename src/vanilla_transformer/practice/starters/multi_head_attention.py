@@ -33,13 +33,14 @@ class MultiHeadedAttention(nn.Module):
     def forward(self, query, key, value, mask=None):
         """query (batch, query_len, d_model); key, value (batch, key_len, d_model).
 
-        mask: None or a keep-mask (batch or 1, 1 or query_len, key_len); give it a
-        head axis (mask.unsqueeze(1)) so that every head uses it.
-        1. project query, key and value with linears[0], [1], [2];
-        2. split each into heads: (batch, seq_len, d_model) -> (batch, h, seq_len, d_k);
-        3. attention(q, k, v, mask, self.dropout) on all heads at once;
-        4. merge the heads back:
-           (batch, h, query_len, d_k) -> (batch, query_len, d_model);
-        5. return linears[3] of that.
+        mask: None or a keep-mask (batch or 1, 1 or query_len, key_len), the same for
+        every head.
+        Returns (batch, query_len, d_model): each head attends with its own slice of
+        the projected query, key and value (linears[0], [1], [2]), and the heads'
+        results, joined in head order, go through linears[3] (W^O). Dropout applies
+        to the attention weights.
+
+        Lesson: Several heads (learn/heads/ on the site).
+        Stuck? vanilla-transformer practice hint multi_head_attention
         """
         raise NotImplementedError
