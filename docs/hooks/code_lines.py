@@ -2,13 +2,19 @@
 
 Below 600 px, docs/stylesheets/extra.css wraps a code line that is wider than the screen. A
 wrapped line must go on further in than the statement it continues, not at the block's left
-edge, and it must never break inside a string or a name. CSS cannot see how far a line is
-indented, so this hook writes it on the line: pymdownx.highlight's `line_spans` puts each line
-of a code block in `<span id="__span-B-L">`, and the hook gives that span the style
-`--indent: Nch`, N the number of spaces it starts with; the stylesheet hangs the line's
-continuation 4 characters past it. In a dotted module name (Pygments' `nn` span, such as
-`vanilla_transformer.training.translation`) it allows a break after each dot, so that a long
-name wraps between two of its names, never inside one.
+edge, and it must never break inside a string or a name. CSS can do neither alone, so this hook
+marks up each line of a code block (pymdownx.highlight's `line_spans` puts each line in
+`<span id="__span-B-L">`, its tokens in Pygments' flat `<span class="...">` elements):
+
+- the line's span gets the style `--indent: Nch`, N the spaces it starts with; the stylesheet
+  hangs the line's continuation 4 characters past it;
+- each run of characters between two spaces becomes one `<span class="cw">`, which the
+  stylesheet keeps on one row: a line breaks only at a space, so never inside a name, a number
+  or a word of a string or a comment;
+- a dotted module name (Pygments' `nn`, such as `vanilla_transformer.training.translation`) may
+  break after each dot, between two of its names, never inside one.
+
+What a reader copies is unchanged: only elements are added, never characters.
 """
 
 from __future__ import annotations
@@ -16,23 +22,81 @@ from __future__ import annotations
 import re
 from typing import Any
 
-LINE = re.compile(r'<span id="(?P<id>__span-[\d-]+)">(?P<anchor><a [^>]*></a>)?(?P<indent> +)')
-MODULE = re.compile(r'<span class="nn">(?P<name>[\w.]+)</span>')
+LINE = re.compile(
+    r'<span id="(?P<id>__span-[\d-]+)">(?P<anchor><a [^>]*></a>)?(?P<body>.*?)(?P<end>\n?</span>)'
+    r'(?=<span id="__span-|</code>)',
+    re.S,
+)
+ITEM = re.compile(r'<span class="(?P<cls>[^"]*)">(?P<text>[^<]*)</span>|(?P<raw>[^<]+)|(?P<tag><[^>]*>)')
+STRING = re.compile(r"^s[a-z0-9]*$")  # Pygments' string classes: s, s1, s2, sa, si, ...
+COMMENT = re.compile(r"^c[a-z0-9]*$")
+
+
+def _runs(body: str) -> list[tuple[bool, str]]:
+    """The line's HTML as (is_space, html) pieces: spaces, and unbreakable runs between them."""
+    pieces: list[tuple[bool, str]] = []
+
+    def split(text: str, wrap: str | None) -> None:
+        for part in re.split(r"( +)", text):
+            if not part:
+                continue
+            if part.startswith(" "):
+                pieces.append((True, part))
+            else:
+                pieces.append((False, f'<span class="{wrap}">{part}</span>' if wrap else part))
+
+    for item in ITEM.finditer(body):
+        cls, text = item.group("cls"), item.group("text")
+        if item.group("raw") is not None:
+            split(item.group("raw"), None)
+        elif item.group("tag") is not None:
+            pieces.append((False, item.group("tag")))
+        elif cls is not None and text is not None:
+            if cls == "nn" and "." in text:  # a dotted module name: a break after each dot
+                names = text.split(".")
+                for i, name in enumerate(names):
+                    dot = "." if i < len(names) - 1 else ""
+                    pieces.append((False, f'<span class="nn">{name}{dot}</span>'))
+                    if dot:
+                        pieces.append((True, "<wbr>"))
+            elif cls == "w":
+                split(text, None)
+            elif STRING.match(cls) or COMMENT.match(cls):
+                split(text, cls)  # it may break at its spaces, never inside a word
+            else:
+                pieces.append((False, item.group(0)))  # one token
+    return pieces
+
+
+def mark_line(body: str) -> str:
+    """A line's HTML with each unbreakable run of tokens in a `<span class="cw">`."""
+    out: list[str] = []
+    run: list[str] = []
+    for is_space, html in [*_runs(body), (True, "")]:
+        if is_space:
+            if run:
+                out.append('<span class="cw">' + "".join(run) + "</span>")
+                run = []
+            out.append(html)
+        else:
+            run.append(html)
+    return "".join(out)
 
 
 def indent_lines(html: str) -> str:
-    """`html` with each indented code line's span styled `--indent: Nch`, and break points
-    after the dots of dotted module names."""
+    """`html` with each code line marked up for wrapping on a phone (see the module's doc)."""
 
     def line(match: re.Match[str]) -> str:
-        indent = match.group("indent")
-        return (f'<span id="{match.group("id")}" style="--indent: {len(indent)}ch">'
-                f'{match.group("anchor") or ""}{indent}')
+        body = match.group("body")
+        # the indent: leading spaces, as text or as a whitespace token (shell lexers)
+        lead = re.match(r' +|<span class="w">( +)</span>', body)
+        head = lead.group(0) if lead else ""
+        indent = len(lead.group(1) or head) if lead else 0
+        style = f' style="--indent: {indent}ch"' if indent else ""
+        return (f'<span id="{match.group("id")}"{style}>{match.group("anchor") or ""}'
+                f'{head}{mark_line(body[len(head):])}{match.group("end")}')
 
-    def module(match: re.Match[str]) -> str:
-        return '<span class="nn">' + match.group("name").replace(".", ".<wbr>") + "</span>"
-
-    return MODULE.sub(module, LINE.sub(line, html))
+    return LINE.sub(line, html)
 
 
 def on_page_content(html: str, **kwargs: Any) -> str:

@@ -43,6 +43,9 @@ MEASURE = """() => {
   const lines = [];
   for (const span of document.querySelectorAll('.md-content pre > code > span[id^="__span-"]')) {
     if (span.offsetParent === null) continue;
+    const style = getComputedStyle(span);
+    const rowHeight = parseFloat(style.lineHeight) || 1.4 * parseFloat(style.fontSize);
+    if (span.getBoundingClientRect().height < 1.5 * rowHeight) continue;  // one row: no wrap
     const text = span.textContent.replace(/\\n$/, '');
     const indent = text.length - text.replace(/^ +/, '').length;
     const walker = document.createTreeWalker(span, NodeFilter.SHOW_TEXT);
@@ -64,8 +67,7 @@ MEASURE = """() => {
       }
     }
     if (breaks.length) {
-      const ch = span.getBoundingClientRect().width > 0
-        ? parseFloat(getComputedStyle(span).fontSize) * 0.6 : 8;
+      const ch = parseFloat(style.fontSize) * 0.6;  // a monospace character's width
       lines.push({text: text, indent: indent, first: first, breaks: breaks, ch: ch});
     }
   }

@@ -1,6 +1,6 @@
 """Every lesson asks the reader to predict before it reveals, and asks only about meaningful pieces.
 
-A lesson's "Predict, then reveal" block is either a `predict` admonition (a question, lettered
+A lesson's "Predict, then reveal" block is either a folded `predict` block (a question, lettered
 choices, and a folded `reveal` block whose answer the build writes from docs/numbers/predict.py)
 or a live question that runs the trained model in the browser (`<div class="predict-reveal">`,
 docs/javascripts/explorer_extras.js). Neither may ask about the bare mark of a word's start,
@@ -24,7 +24,7 @@ LESSON_KEY = {"task-and-architecture.md": "task", "positions.md": "positions",
               "heads.md": "heads", "masks.md": "masks", "layers.md": "layers",
               "training.md": "training"}
 
-PREDICT = re.compile(r'^!!! predict "(?P<title>[^"]+)"\n(?P<body>(?:\n|    .*\n)+)', re.M)
+PREDICT = re.compile(r'^\?\?\? predict "(?P<title>[^"]+)"\n(?P<body>(?:\n|    .*\n)+)', re.M)
 LIVE = re.compile(r'^<div class="predict-reveal" data-question="(?P<question>[\w-]+)"', re.M)
 CHOICE = re.compile(r"^    - \*\*(?P<letter>[a-h])\.\*\* (?P<label>.+)$", re.M)
 REVEAL = re.compile(r'^    \?\?\? reveal "[^"]+"\n(?P<body>(?:\n|        .*\n)+)', re.M)
@@ -107,3 +107,23 @@ def test_the_answers_are_choices_and_never_the_bare_mark() -> None:
     # the task's answer is how the tokenizer cuts the German, without the mark of the word start
     assert values["task_pieces"] == "vierhundert · ein · undvierzig"
     assert MARK not in values["training_piece"] + values["masks_top_piece"] + values["heads_piece"]
+
+
+def test_the_live_question_never_asks_about_the_bare_mark(site, tab, origin) -> None:
+    """German writes 1308 as ▁ · ein · tausend · dreihundert · acht: the question asks about a
+    piece with a meaning, and offers no button for the bare mark."""
+    tab.goto(origin + "/learn/attention/", wait_until="load")
+    box = '.predict-reveal[data-question="cross-argmax"]'
+    tab.wait_for_selector(f'{box}[data-ready="on"]')
+    tab.fill(f"{box} input", "one thousand, three hundred and eight")
+    tab.click(f"{box} .predict-reveal__ask")
+    tab.wait_for_selector(f'{box}[data-state="choosing"]')
+    pieces = tab.evaluate("""(s) => Array.from(
+        document.querySelectorAll(s + ' .predict-reveal__pieces button'),
+        (b) => ({text: b.textContent, shown: b.offsetParent !== null, k: b.dataset.piece}))""", box)
+    asked = tab.evaluate("(s) => document.querySelector(s).dataset.piece", box)
+    assert MARK in [p["text"] for p in pieces]  # the German really has the bare mark
+    assert [p["text"] for p in pieces if p["shown"]] == ["ein", "tausend", "dreihundert", "acht"]
+    assert pieces[int(asked)]["text"] != MARK
+    prompt = tab.text_content(f"{box} .predict-reveal__prompt") or ""
+    assert f"\u201c{MARK}\u201d" not in prompt and f"\u201c{pieces[int(asked)]['text']}\u201d" in prompt
