@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from vanilla_transformer.inference import translate_sentences
+from vanilla_transformer.model.embeddings import PositionalEncoding
 from vanilla_transformer.training.translation import load_translator
 
 FIGURES = Path("docs/figures")
@@ -75,7 +76,9 @@ def values() -> dict[str, Any]:
     sentences = ["four hundred and forty-one", "forty-one hundred and four"]
     before = translate_sentences(model, tok, sentences, beam_size=1)
     zeroed, _ = load_translator(TRANSLATOR)
-    zeroed.src_embed[1].pe.zero_()
+    encoding = list(zeroed.src_embed.children())[1]  # (embedding, positional encoding)
+    assert isinstance(encoding, PositionalEncoding)
+    encoding.pe.zero_()  # the encoder's table, all zeros
     after = translate_sentences(zeroed, tok, sentences, beam_size=1)
     if after == before:
         answer = CHOICES["positions"][0]

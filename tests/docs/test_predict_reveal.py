@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import runpy
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -109,7 +110,7 @@ def test_the_answers_are_choices_and_never_the_bare_mark() -> None:
     assert MARK not in values["training_piece"] + values["masks_top_piece"] + values["heads_piece"]
 
 
-def test_the_live_question_never_asks_about_the_bare_mark(site, tab, origin) -> None:
+def test_the_live_question_never_asks_about_the_bare_mark(site: Path, tab: Any, origin: str) -> None:
     """German writes 1308 as ▁ · ein · tausend · dreihundert · acht: the question asks about a
     piece with a meaning, and offers no button for the bare mark."""
     tab.goto(origin + "/learn/attention/", wait_until="load")
