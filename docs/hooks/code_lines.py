@@ -12,7 +12,8 @@ marks up each line of a code block (pymdownx.highlight's `line_spans` puts each 
   stylesheet keeps on one row: a line breaks only at a space, so never inside a name, a number
   or a word of a string or a comment;
 - a dotted module name (Pygments' `nn`, such as `vanilla_transformer.training.translation`) may
-  break after each dot, between two of its names, never inside one.
+  break after each dot, between two of its names, never inside one; a line may break after an
+  opening bracket and after a comma, where Python itself lets a statement go on.
 
 What a reader copies is unchanged: only elements are added, never characters.
 """
@@ -58,6 +59,11 @@ def _runs(body: str) -> list[tuple[bool, str]]:
                     dot = "." if i < len(names) - 1 else ""
                     pieces.append((False, f'<span class="nn">{name}{dot}</span>'))
                     if dot:
+                        pieces.append((True, "<wbr>"))
+            elif cls == "p" and re.search(r"[(\[{,]", text):  # a break after ( [ { and ,
+                for part in re.split(r"(?<=[(\[{,])(?=[^)\]}])", text):
+                    pieces.append((False, f'<span class="p">{part}</span>'))
+                    if part[-1] in "([{,":
                         pieces.append((True, "<wbr>"))
             elif cls == "w":
                 split(text, None)

@@ -7,8 +7,9 @@ Measured in Chromium on the built site (scripts/test.sh builds it into site/):
   shrunk to nothing;
 - in every code block of a Markdown page, a line that wraps (docs/stylesheets/extra.css) goes
   on further in than the line's own indent, and a line never breaks inside a word: each place
-  where a line's rendered text goes to a new row is at a space or right after a dot of a dotted
-  module name (docs/hooks/code_lines.py), never inside a string's or a name's characters.
+  where a line's rendered text goes to a new row is at a space, after an opening bracket or a
+  comma, or right after a dot of a dotted module name (docs/hooks/code_lines.py), never inside
+  a word of a string or inside a name.
 """
 
 from __future__ import annotations
@@ -123,9 +124,10 @@ def test_no_display_equation_is_cut_or_scrolls_on_a_phone(measured):
 
 
 def bad_break(text: str, at: int) -> bool:
-    """A row that starts at `text[at]` breaks inside a word: not after a space or a dot."""
+    """A row that starts at `text[at]` breaks inside a word: not after a space, an opening
+    bracket or a comma (where Python lets a statement go on), nor after a dot of a name."""
     before = text[:at].rstrip(" ")
-    return bool(before) and text[at - 1] != " " and not (
+    return bool(before) and text[at - 1] not in " ([{," and not (
         before.endswith(".") and re.match(r"[A-Za-z_]", text[at]))
 
 
@@ -150,4 +152,5 @@ def test_wrapped_code_reads_as_python_on_a_phone(measured):
 def test_the_break_check():
     assert not bad_break("x = load(folder, name)", 16)  # after a space
     assert not bad_break("from vanilla_transformer.training import x", 25)  # after a dot
+    assert not bad_break("model(src, tgt)", 6)  # after an opening bracket
     assert bad_break('path = "docs/assets/translator"', 14)  # inside the string
