@@ -5,8 +5,9 @@ Measured in Chromium on the built site (scripts/test.sh builds it into site/):
 - every display equation (MathJax's `mjx-container[display="true"]`) of every page fits its
   column: its SVG ends inside the column, its box does not scroll sideways, and it is not
   shrunk to nothing;
-- in every code block of a Markdown page, a line that wraps (docs/stylesheets/extra.css) goes
-  on further in than the line's own indent, and a line never breaks inside a word: each place
+- in every code block of a Markdown page (printed output aside), a line that wraps
+  (docs/stylesheets/extra.css) goes on further in than the line's own indent, and a line
+  never breaks inside a word: each place
   where a line's rendered text goes to a new row is at a space, after an opening bracket or a
   comma, or right after a dot of a dotted module name (docs/hooks/code_lines.py), never inside
   a word of a string or inside a name.
@@ -42,7 +43,9 @@ MEASURE = """() => {
   }
   // each code line: where its text goes to a new row
   const lines = [];
-  for (const span of document.querySelectorAll('.md-content pre > code > span[id^="__span-"]')) {
+  // code, not printed output (a language-text block may break a word wider than the screen)
+  const code = '.md-content .highlight:not(.language-text) pre > code > span[id^="__span-"]';
+  for (const span of document.querySelectorAll(code)) {
     if (span.offsetParent === null) continue;
     const style = getComputedStyle(span);
     const rowHeight = parseFloat(style.lineHeight) || 1.4 * parseFloat(style.fontSize);
