@@ -15,7 +15,8 @@ marks up each line of a code block (pymdownx.highlight's `line_spans` puts each 
   break after each dot, between two of its names, never inside one; a line may break after an
   opening bracket and after a comma, where Python itself lets a statement go on.
 
-What a reader copies is unchanged: only elements are added, never characters.
+What a reader copies is unchanged: only elements are added, never characters. It marks up the
+pages of the Learn section; elsewhere a phone wraps code as before, anywhere in a long word.
 """
 
 from __future__ import annotations
@@ -105,5 +106,8 @@ def indent_lines(html: str) -> str:
     return LINE.sub(line, html)
 
 
-def on_page_content(html: str, **kwargs: Any) -> str:
-    return indent_lines(html)
+LESSONS = "learn/"  # the pages whose code is marked up; the others keep the plain wrapping
+
+
+def on_page_content(html: str, page: Any, **kwargs: Any) -> str:
+    return indent_lines(html) if page.file.src_uri.startswith(LESSONS) else html

@@ -5,7 +5,7 @@ Measured in Chromium on the built site (scripts/test.sh builds it into site/):
 - every display equation (MathJax's `mjx-container[display="true"]`) of every page fits its
   column: its SVG ends inside the column, its box does not scroll sideways, and it is not
   shrunk to nothing;
-- in every code block of a Markdown page (printed output aside), a line that wraps
+- in every code block of a Learn page (printed output aside), a line that wraps
   (docs/stylesheets/extra.css) goes on further in than the line's own indent, and a line
   never breaks inside a word: each place
   where a line's rendered text goes to a new row is at a space, after an opening bracket or a
@@ -22,6 +22,7 @@ import pytest
 
 TIMEOUT_MS = 30_000
 PHONE = 390
+LESSONS = "/learn/"  # the pages whose code docs/hooks/code_lines.py marks up
 WAIT_FOR_MATH = (
     "() => document.documentElement.getAttribute('data-math-typeset') === location.pathname"
 )
@@ -98,7 +99,7 @@ def _pages_with(site: Path, marker: str) -> list[str]:
 def measured(site, browser, origin) -> dict[str, dict]:
     """Each page with an equation or a code block, measured at 390 px, folded blocks opened."""
     pages = sorted(set(_pages_with(site, 'class="arithmatex"'))
-                   | set(_pages_with(site, 'id="__span-')))
+                   | {p for p in _pages_with(site, 'class="cw"') if p.startswith(LESSONS)})
     context = browser.new_context(viewport={"width": PHONE, "height": 844})
     context.route("**/*", lambda route: route.continue_()
                   if route.request.url.startswith(origin) else route.abort())
@@ -137,6 +138,8 @@ def bad_break(text: str, at: int) -> bool:
 def test_wrapped_code_reads_as_python_on_a_phone(measured):
     wrapped, problems = 0, []
     for path, facts in measured.items():
+        if not path.startswith(LESSONS):
+            continue
         for line in facts["lines"]:
             wrapped += 1
             for row in line["breaks"]:
