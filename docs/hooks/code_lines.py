@@ -107,7 +107,9 @@ def indent_lines(html: str) -> str:
 
 
 LESSONS = "learn/"  # the pages whose code is marked up; the others keep the plain wrapping
+NOT_LESSONS = {"learn/rebuild.md"}  # its long starter lines keep the plain wrapping
 
 
 def on_page_content(html: str, page: Any, **kwargs: Any) -> str:
-    return indent_lines(html) if page.file.src_uri.startswith(LESSONS) else html
+    uri = page.file.src_uri
+    return indent_lines(html) if uri.startswith(LESSONS) and uri not in NOT_LESSONS else html
