@@ -310,9 +310,14 @@
         var tgtIds = tok.encode(german);
         var tgt = tok.tokens(tgtIds).map(bare);
         // the piece asked about: the learner's, or the units when German writes them first
-        // (the piece before one that starts with "und"), or else the first
-        var unit = tgt.findIndex(function (p, i) { return /^und/.test(tgt[i + 1] || ""); });
-        var k = piece !== undefined && piece < tgt.length ? piece : Math.max(unit, 0);
+        // (the piece before one that starts with "und"), or else the first; never the bare
+        // mark of a word's start, "\u2581", which means nothing
+        var meant = function (i) { return i >= 0 && i < tgt.length && tgt[i] !== "\u2581"; };
+        var unit = tgt.findIndex(function (p, i) {
+          return meant(i) && /^und/.test(tgt[i + 1] || "");
+        });
+        var k = piece !== undefined && meant(piece) ? piece :
+          unit >= 0 ? unit : tgt.findIndex(function (p, i) { return meant(i); });
         var srcIds = tok.encode(text).concat([vocab.decoding.end_symbol]);
         return {
           german: german, pieces: tgt, piece: k, tgtIds: tgtIds,
@@ -488,6 +493,7 @@
                                     "aria-pressed": k === prep.piece ? "true" : "false",
                                     "class": "md-button" + (k === prep.piece ?
                                                             " is-target" : "")}, p);
+            if (p === "\u2581") b.style.display = "none";  // a word's start: nothing to ask
             b.addEventListener("click", function () {
               if (box.dataset.state === "choosing") pose(vocab, text, k, mine);
             });

@@ -11,13 +11,44 @@ from typing import Any
 
 import torch
 
+from vanilla_transformer import padding_mask, subsequent_mask
+from vanilla_transformer.data import number_pairs, split_numbers
+from vanilla_transformer.data.tokenizer import BOS, EOS, PAD
 from vanilla_transformer.training import LabelSmoothing, rate
+from vanilla_transformer.training.translation import load_translator
 
 FIGURES = Path("docs/figures")
 
 
 def _figure(name: str) -> dict[str, Any]:
     return runpy.run_path(str(FIGURES / f"{name}.py"))
+
+
+def _dropout_on_and_off() -> tuple[float, float]:
+    """The mean probability of the right next piece on 200 training pairs, as the lesson's
+    "dropout on and off, measured" block computes it: in training mode, then in eval mode."""
+    model, tok = load_translator("docs/assets/translator")
+    pairs = number_pairs(split_numbers(seed=0)["train"][:200])
+
+    def mean_right() -> float:
+        probs: list[float] = []
+        for en, de in pairs:
+            src = torch.tensor([tok.encode(en) + [EOS]])
+            ids = [BOS] + tok.encode(de) + [EOS]
+            tgt = torch.tensor([ids[:-1]])
+            out = model(src, tgt, padding_mask(src, PAD), subsequent_mask(tgt.size(1)))
+            p = model.generator(out).exp()[0]
+            right = torch.tensor(ids[1:])
+            probs += p[torch.arange(len(right)), right].tolist()
+        return sum(probs) / len(probs)
+
+    torch.manual_seed(0)
+    with torch.no_grad():
+        model.train()
+        on = mean_right()
+        model.eval()
+        off = mean_right()
+    return on, off
 
 
 def values() -> dict[str, Any]:
@@ -32,6 +63,8 @@ def values() -> dict[str, Any]:
     out["shipped_min"] = min(probs["shipped model"])
     out["shipped_max"] = max(probs["shipped model"])
     out["step100_first"] = probs["step 100"][0]
+    out["step_b_min"] = min(probs["step 400"])
+    out["step_b_max"] = max(probs["step 400"])
     # the schedule of the base model
     out["peak"] = rate(4000, 512, 1.0, 4000)
     out["rate_end"] = rate(100_000, 512, 1.0, 4000)
@@ -57,6 +90,8 @@ def values() -> dict[str, Any]:
     out["copy_smoothed_median"] = statistics.median(tops["copy, eps 0.1"])
     out["copy_smoothed_max"] = max(tops["copy, eps 0.1"])
     out["copy_sharp_median"] = statistics.median(tops["copy, eps 0"])
+    # the right piece's mean probability on training pairs, dropout on and off
+    out["dropout_on"], out["dropout_off"] = _dropout_on_and_off()
     # the copy task of the lesson
     runs = runpy.run_path(str(FIGURES / "_training_runs.py"))
     run = runs["copy_run"]()
