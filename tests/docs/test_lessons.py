@@ -28,7 +28,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 SITE = Path(os.environ.get("VANILLA_TRANSFORMER_SITE_DIR", ROOT / "site")).resolve()
 TIMEOUT_MS = 30_000
-NOT_LESSONS = {"index.md", "notation.md", "rebuild.md"}
+NOT_LESSONS = {"index.md", "tour.md", "notation.md", "rebuild.md"}
 LEARN_SECTION = "Learn the Transformer"
 
 PHONE, DESKTOP, SCREEN_HEIGHT = 390, 1400, 900
