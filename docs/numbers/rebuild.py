@@ -6,6 +6,7 @@ import inspect
 
 
 def values() -> dict[str, int]:
+    from vanilla_transformer.cli.practice import DEFAULT_TIMEOUT
     from vanilla_transformer.practice import STARTERS, STEPS, catalogue
     from vanilla_transformer.practice._blocks import Attention
     from vanilla_transformer.practice._translator import check_translator
@@ -17,4 +18,5 @@ def values() -> dict[str, int]:
         "mistakes": len(catalogue()),
         "attention_inputs": len(Attention().cases(0)),
         "numbers": numbers,
+        "timeout": round(DEFAULT_TIMEOUT),
     }
