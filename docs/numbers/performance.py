@@ -393,7 +393,8 @@ def _paper_batch_table(v: dict[str, Any]) -> None:
             for dtype, row in by_dtype.items():
                 for impl, name in names.items():
                     r = row[impl]
-                    compile_s = f"{r['compile_s']:.0f} s, {r['graph_breaks']} breaks" if "compile_s" in r else ""
+                    compile_s = (f"{r['compile_s']:.0f} s, {r['graph_breaks']} breaks"
+                                 if "compile_s" in r else "")
                     rows.append((f"{name}, {mode}, {dtype}", f"{r['median_s']:.1f} s",
                                  f"{r['tokens_per_s']:.0f}", f"{r['step_memory_bytes'] / GIB:.1f} GiB",
                                  f"{r['mfu']:.0%}".replace("%", " %"),
@@ -439,7 +440,8 @@ def _loss_and_data_tables(v: dict[str, Any]) -> None:
             assert r["first_optimizer_step_s"] > 2 * sum(r["cpu_phases"].values()), key
     rows = [(k, f"{results[big, k]['first_optimizer_step_s']:.0f} s",
              f"{sum(results[big, k]['cpu_phases'].values()):.0f} s",
-             f"{results[big, k]['peak_mb'] / 1024:.1f} GB") for k in ("in-memory", "streaming", "streaming-reuse")]
+             f"{results[big, k]['peak_mb'] / 1024:.1f} GB")
+            for k in ("in-memory", "streaming", "streaming-reuse")]
     v["streaming_table"] = _table(("variant", "first step", "CPU seconds", "peak memory"), rows, "lrrr")
     v["st_tokenize_s"] = round(results[big, "streaming"]["cpu_phases"]["tokenize_s"])
 
