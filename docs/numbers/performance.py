@@ -372,7 +372,7 @@ def _scaling_table(v: dict[str, Any]) -> None:
 
 def _paper_batch_table(v: dict[str, Any]) -> None:
     """Every recorded run of the paper's batch (the CPU one, and a GPU one once recorded)."""
-    names = {"paper": "paper-base", "torch-post": "`nn.Transformer`"}
+    names = {"paper": "paper-base", "torch-post": "nn.Transformer"}
     rows, notes = [], []
     for device in ("cpu", "cuda"):
         if not (RESULTS / f"paper_batch_{device}.json").exists():
