@@ -90,6 +90,7 @@ def _recipes(v: dict[str, Any]) -> None:
     assert min(v["exp_annotated"], v["exp_torch_post"]) > max(v["exp_paper"], v["exp_torch_post_nodrop"])
     decoding = res["decoding"]
     counts = sorted(int(n) for n in decoding)
+    assert len(counts) == 5  # "over the five output lengths"
     v["dec_first"], v["dec_last"] = counts[0], counts[-1]
     v["dec_128"] = counts[3]  # the fourth output length, 128 tokens
     for run in ("greedy-recompute", "greedy-cache", "beam4-cache"):
