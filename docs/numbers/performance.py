@@ -328,6 +328,10 @@ def _table(header: tuple[str, ...], rows: list[tuple[Any, ...]], right: str) -> 
 
 def _machine_table(v: dict[str, Any]) -> None:
     """The machine of the main run, as the page's table; checks what the prose says of it."""
+    from vanilla_transformer import PRESETS
+
+    # "the decoding and profile sections time the paper's recipe, which uses nn.LayerNorm"
+    assert PRESETS["paper-base"]["layer_norm"] == "torch"
     res = _load("performance")
     m, again = res["machine"], res["machine"]["rerun"]
     assert res["config"] == {"vocab": 1000, "tokens_per_batch": 2048, "rounds": 3}
