@@ -90,6 +90,7 @@ def _recipes(v: dict[str, Any]) -> None:
     assert min(v["exp_annotated"], v["exp_torch_post"]) > max(v["exp_paper"], v["exp_torch_post_nodrop"])
     decoding = res["decoding"]
     counts = sorted(int(n) for n in decoding)
+    assert len(counts) == 5  # "over the five output lengths"
     v["dec_first"], v["dec_last"] = counts[0], counts[-1]
     v["dec_128"] = counts[3]  # the fourth output length, 128 tokens
     for run in ("greedy-recompute", "greedy-cache", "beam4-cache"):
@@ -121,6 +122,7 @@ def _recipes(v: dict[str, Any]) -> None:
     v["mem_others_moved"] = max(abs(s) for impl, s in saved.items() if impl != "annotated")
     # "the rest is within the noise": what the fast path does not explain moved the others as much
     assert abs(v["mem_saved_annotated"] - v["mem_saved_expected"]) <= v["mem_others_moved"]
+    assert abs(v["mem_saved_annotated"] - v["mem_saved_expected"]) < 0.1
 
     # decoding
     for n in counts:
@@ -130,6 +132,7 @@ def _recipes(v: dict[str, Any]) -> None:
         v[f"dec_speedup_{n}"] = tps["greedy-cache"] / tps["greedy-recompute"]
     speedups = [v[f"dec_speedup_{n}"] for n in counts]
     assert speedups == sorted(speedups)  # "grows with the output"
+    assert v["dec_speedup_128"] >= 4  # the cache pays more the longer the output
     beam = [decoding[str(n)]["tokens_per_s"]["beam4-cache"] / decoding[str(n)]["tokens_per_s"]["greedy-cache"]
             for n in counts]
     v["beam_share_min"], v["beam_share_max"] = _pct(min(beam)), _pct(max(beam))
@@ -175,6 +178,12 @@ def _fast_paths(v: dict[str, Any]) -> None:
     short_mid = [cpu[n]["ratio_to_package"]["reference"] for n in ("64", "256")]
     v["fp_ref_cpu_short_mid_within"] = _pct(max(abs(r - 1) for r in short_mid))
     assert v["fp_ref_cpu_short_mid_within"] <= 3  # "about as long at 64 and 256"
+    versions = {run: _load(f"fast_paths_{run}")["machine"]["torch"].split("+")[0]
+                for run in ("cpu", "cpu_gpu_host", "cuda")}
+    assert versions["cpu_gpu_host"] == versions["cuda"]  # "both with torch ..."
+    v["fp_torch_cpu"] = versions["cpu"].rpartition(".")[0]
+    v["fp_torch_gpu"] = versions["cuda"].rpartition(".")[0]
+    assert min(r for ratios in cells["reference-layernorm"].values() for r in ratios) > 1.05
     norm = cells["reference-layernorm"]["cpu"]
     assert min(norm) > 1.05  # "longer in every cell of the new run"
     v["fp_norm_low"], v["fp_norm_high"] = _pct(min(norm) - 1), _pct(max(norm) - 1)
@@ -204,6 +213,8 @@ def _gpu(v: dict[str, Any]) -> None:
         for n, row in res["lengths"].items()
     }
     v["gpu_vocab"] = res["config"]["vocab"]
+    assert res["machine"]["gpu"].startswith("NVIDIA H100")  # "on one H100"
+    v["gpu_torch"] = res["machine"]["torch"].split("+")[0].rpartition(".")[0]
     for n, row in ms.items():
         for variant, t in row.items():
             v[f"gpu_{variant.replace('-', '_')}_{n}"] = t
@@ -297,6 +308,7 @@ def _loss_and_data(v: dict[str, Any]) -> None:
     big = max(int(p) for p, _ in results)
     last = runs[-1]
     v["st_pairs"] = big
+    v["st_pairs_small"] = min(int(p) for p, _ in results)
     v["st_max_tokens"] = last["max_tokens"]
     v["st_tsv_mb"] = round(last["pairs"][str(big)]["tsv_mb"])
     v["st_sample_pairs"] = last["streaming_tokenizer_sample_pairs"]
@@ -307,6 +319,144 @@ def _loss_and_data(v: dict[str, Any]) -> None:
     v["tt_pairs"] = train["corpus"]["pairs"]
 
 
+def _table(header: tuple[str, ...], rows: list[tuple[Any, ...]], right: str) -> str:
+    """A Markdown table; `right` has an "r" for each right-aligned (numeric) column."""
+    rule = ["---:" if a == "r" else "---" for a in right]
+    lines = [header, rule, *rows]
+    return "\n".join("| " + " | ".join(str(c) for c in line) + " |" for line in lines)
+
+
+def _machine_table(v: dict[str, Any]) -> None:
+    """The machine of the main run, as the page's table; checks what the prose says of it."""
+    from vanilla_transformer import PRESETS
+
+    # "the decoding and profile sections time the paper's recipe, which uses nn.LayerNorm"
+    assert PRESETS["paper-base"]["layer_norm"] == "torch"
+    res = _load("performance")
+    m, again = res["machine"], res["machine"]["rerun"]
+    assert res["config"] == {"vocab": 1000, "tokens_per_batch": 2048, "rounds": 3}
+    assert m["threads"] == 1 and m["cores"] == 2  # "on one thread", "the machine's second core"
+    assert again["lengths"] == sorted(int(n) for n in res["training_step"])  # "all three lengths"
+    assert max(m["load_average_rerun"]) < m["load_average"]  # "on a quieter machine"
+    rerun_load = ", ".join(f"{x:.1f}" for x in m["load_average_rerun"])
+    rows = [
+        ("processor", f"{m['cpu']}, {m['cores']} cores, {m['threads']} thread used"),
+        ("software", f"Python {m['python']}, torch {m['torch']}"),
+        ("first run", res["date"]),
+        ("matrix-multiply peak", f"{res['matmul_peak']['peak_flop_s'] / 1e9:.0f} GFLOP/s"),
+        ("load average, start and end", f"{m['load_average']:.1f}, {m['load_average_after']:.1f}"),
+        ("training steps again", f"{again['date']}, lengths "
+         + ", ".join(str(n) for n in again["lengths"]) + f", load average {rerun_load}"),
+        ("peak memory again", m["memory_rerun"]),
+    ]
+    v["machine_table"] = _table(("", "this run"), rows, "ll")
+
+
+def _alone_table(v: dict[str, Any]) -> None:
+    res = _load("annotated_recipe")
+    assert res["config"] == {"tokens_per_batch": 2048, "rounds": 7}
+    assert res["machine"]["threads"] == 1  # "on one thread"
+    pair = "annotated / torch-pre"
+    rows = [(n, r["batch"], f"{r['ratio_of_medians'][pair]:.3f}", f"{r['median_paired_ratio'][pair]:.3f}",
+             f"{r['ratio_of_medians']['paper / torch-post']:.2f}") for n, r in res["lengths"].items()]
+    header = ("length", "batch", "Annotated / pre-norm, medians", "round by round",
+              "paper / post-norm")
+    v["alone_table"] = _table(header, rows, "rrrrr")
+
+
+def _scaling_table(v: dict[str, Any]) -> None:
+    rows = [(f"training step, {name}", "length", f"{v['exp_' + key]:.2f}") for name, key in (
+        ("paper's recipe", "paper"), ("Annotated recipe", "annotated"),
+        ("`nn.Transformer` post-norm", "torch_post"),
+        ("`nn.Transformer` post-norm, no dropout", "torch_post_nodrop"))]
+    rows += [(f"decoding, {name}", "tokens generated", f"{v['exp_' + key]:.2f}") for name, key in (
+        ("greedy, recompute", "greedy_recompute"), ("greedy, cache", "greedy_cache"),
+        ("beam 4, cache", "beam4_cache"))]
+    v["scaling_table"] = _table(("time of", "x", "grows like x to the power"), rows, "llr")
+
+
+def _paper_batch_table(v: dict[str, Any]) -> None:
+    """Every recorded run of the paper's batch (the CPU one, and a GPU one once recorded)."""
+    names = {"paper": "paper-base", "torch-post": "nn.Transformer"}
+    rows, notes = [], []
+    for device in ("cpu", "cuda"):
+        if not (RESULTS / f"paper_batch_{device}.json").exists():
+            assert device == "cuda"  # "no GPU run of it is recorded yet"
+            continue
+        res = _load(f"paper_batch_{device}")
+        cfg, m, runs = res["config"], res["machine"], res["runs"]
+        assert cfg["preset"] == "paper-base" and cfg["vocab"] == 37000
+        assert (cfg["batch"], cfg["length"]) == (1000, 25)
+        assert cfg["target_tokens_per_step"] == cfg["tokens"] == 25000
+        where = m.get("gpu") or f"{m['cpu']}, {m['cores']} cores, {m['threads']} threads"
+        load = m["load_average_before"][0], m["load_average_after"][0]
+        notes.append(f"{device}: {where}, torch {m['torch']}, run on {res['date']}; load average "
+                     f"{load[0]:.1f} before and {load[1]:.1f} after; bf16 peak "
+                     + ", ".join(f"{p['flop_s'] / 1e12:.2f} TFLOP/s" for p in res["peak"].values()))
+        for mode, by_dtype in runs.items():
+            assert "skipped" not in by_dtype, (device, mode)
+            for dtype, row in by_dtype.items():
+                for impl, name in names.items():
+                    r = row[impl]
+                    compile_s = (f"{r['compile_s']:.0f} s, {r['graph_breaks']} breaks"
+                                 if "compile_s" in r else "")
+                    rows.append((f"{name}, {mode}, {dtype}", f"{r['median_s']:.1f} s",
+                                 f"{r['tokens_per_s']:.0f}", f"{r['step_memory_bytes'] / GIB:.1f} GiB",
+                                 f"{r['mfu']:.0%}".replace("%", " %"),
+                                 f"{max(r['times_s']) / min(r['times_s']):.2f}", compile_s))
+    header = ("run", "step", "tokens/s", "memory", "of peak", "spread", "compiling")
+    v["pb_table"] = _table(header, rows, "lrrrrrl")
+    v["pb_runs"] = "<br>".join(notes)
+
+
+def _loss_and_data_tables(v: dict[str, Any]) -> None:
+    res = _load("loss")
+    v["loss_threads"] = res["machine"]["threads"]
+    v["loss_load"] = res["machine"]["load_before"][0]
+    rows = []
+    for shape, r in res["shapes"].items():
+        t, m = r["time_ratio_to_cross_entropy"], r["memory_ratio_to_cross_entropy"]
+        assert r["relative_difference_vs_LabelSmoothing"] < 1e-5  # "agreed to within 1e-5"
+        assert r["max_abs_gradient_difference_vs_LabelSmoothing"] == 0.0  # "the gradients exactly"
+        rows.append((shape.replace("x", " x "), f"{t['label_smoothed_kl']:.2f}", f"{t['LabelSmoothing']:.2f}",
+                     f"{m['label_smoothed_kl']:.2f}", f"{m['LabelSmoothing']:.2f}"))
+    header = ("logits", "time, `label_smoothed_kl`", "time, `LabelSmoothing`",
+              "memory, `label_smoothed_kl`", "memory, `LabelSmoothing`")
+    v["loss_table"] = _table(header, rows, "lrrrr")
+
+    runs = _load("streaming")["runs"]
+    results: dict[tuple[str, str], dict[str, Any]] = {}
+    for run in runs:
+        for pairs, row in run["pairs"].items():
+            for variant, r in row.items():
+                if variant != "tsv_mb":
+                    results[pairs, variant] = r  # the last run of each wins
+    big = str(v["st_pairs"])
+    both = ("in-memory", "streaming")
+    memory = {k: results[big, k]["peak_mb"] for k in both}
+    cpu = {k: sum(results[big, k]["cpu_phases"].values()) for k in both}
+    assert results[big, "streaming"]["peak_mb"] < 3 * 1024
+    assert memory["streaming"] < memory["in-memory"] / 10  # "under a tenth of the memory"
+    assert cpu["streaming"] < cpu["in-memory"] / 5  # "under a fifth of the CPU time"
+    reuse = results[big, "streaming-reuse"]["first_optimizer_step_s"]
+    assert reuse < 60  # "started in seconds"
+    for key, r in results.items():  # "wall times several times the CPU seconds"
+        if key[0] == big and key[1] != "streaming-reuse":
+            assert r["first_optimizer_step_s"] > 2 * sum(r["cpu_phases"].values()), key
+    rows = [(k, f"{results[big, k]['first_optimizer_step_s']:.0f} s",
+             f"{sum(results[big, k]['cpu_phases'].values()):.0f} s",
+             f"{results[big, k]['peak_mb'] / 1024:.1f} GB")
+            for k in ("in-memory", "streaming", "streaming-reuse")]
+    v["streaming_table"] = _table(("variant", "first step", "CPU seconds", "peak memory"), rows, "lrrr")
+    v["st_tokenize_s"] = round(results[big, "streaming"]["cpu_phases"]["tokenize_s"])
+
+    train = _load("translate_train_2m")["runs"]
+    assert train["after"]["first_step_s"] < 120 and train["after"]["max_rss_gb"] < 3
+    rows = [(name, f"{train[name]['first_step_s']:.1f} s", f"{train[name]['max_rss_gb']:.2f} GB")
+            for name in ("before", "after")]
+    v["train_table"] = _table(("run", "first step", "peak memory"), rows, "lrr")
+
+
 def values() -> dict[str, Any]:
     v: dict[str, Any] = {}
     _recipes(v)
@@ -314,4 +464,9 @@ def values() -> dict[str, Any]:
     _gpu(v)
     _paper_batch(v)
     _loss_and_data(v)
+    _machine_table(v)
+    _alone_table(v)
+    _scaling_table(v)
+    _paper_batch_table(v)
+    _loss_and_data_tables(v)
     return v

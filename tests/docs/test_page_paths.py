@@ -18,10 +18,6 @@ ROOT = Path(__file__).resolve().parents[2]
 REPOSITORY_PATH = re.compile(r"(?<![\w/.-])(?:\./)?(?:docs|benchmarks)/")
 OPENER = re.compile(r"^[ \t]*(?P<fence>`{3,}|~{3,})")
 NOTEBOOK_HEADER = "# ---\n# jupyter:"
-# The Performance guide's blocks still re-read benchmarks/results/ and name the benchmark
-# scripts; until they are build-time tables, its test is an expected failure, strict, so that it
-# fails once the page is clean and this line must go.
-NOT_YET = {"docs/guides/performance.md"}
 
 
 def pages() -> list[Path]:
@@ -70,10 +66,7 @@ def test_the_scan_finds_a_path_in_code_and_not_in_prose(tmp_path: Path) -> None:
     assert [n for n, line in code_lines(notebook) if REPOSITORY_PATH.search(line)] == [9]
 
 
-@pytest.mark.parametrize("page", [
-    pytest.param(p, marks=pytest.mark.xfail(strict=True, reason="blocks still to be moved"))
-    if str(p.relative_to(ROOT)) in NOT_YET else p for p in pages()],
-    ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("page", pages(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_no_code_names_a_path_of_the_repository(page: Path) -> None:
     found = [f"{page.relative_to(ROOT)}:{n}: {line.strip()}" for n, line in code_lines(page)
              if REPOSITORY_PATH.search(line)]
