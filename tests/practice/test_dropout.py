@@ -71,8 +71,7 @@ MISPLACED = [
     ("multi_head_attention", "MultiHeadedAttention", mha_forward("none"),
      "dropout left out of multi-head attention"),
     ("multi_head_attention", "MultiHeadedAttention", mha_forward("output"),
-     "dropout in multi-head attention applied to the output of W^O, not to the attention "
-     "weights"),
+     "dropout applied to the output of W^O, not to the attention weights"),
     ("feed_forward", "PositionwiseFeedForward", ff_without_dropout,
      "dropout left out of the feed-forward network"),
     ("feed_forward", "PositionwiseFeedForward", ff_dropout_after_w_2,
@@ -84,8 +83,7 @@ MISPLACED = [
     ("sublayer", "SublayerConnection", sublayer_without_dropout,
      "dropout left out of the residual connection"),
     ("sublayer", "SublayerConnection", sublayer_dropout_after_the_sum,
-     "dropout in the residual connection applied after the residual sum, not to the "
-     "sublayer's output"),
+     "dropout applied after the residual sum, not to the sublayer's output"),
 ]
 
 
