@@ -128,10 +128,12 @@ class MultiHeadAttention(Step):
                 "Pass self.dropout to attention(q, k, v, mask, self.dropout): dropout applies "
                 "to the attention weights, before they multiply the values.",
                 lambda c: _mha_variant(c, dropout="none")),
-        Mistake("dropout applied to the output of W^O, not to the attention weights", "Dropout belongs to the attention weights, inside "
+        Mistake("dropout applied to the output of W^O, not to the attention weights",
+                "Dropout belongs to the attention weights, inside "
                 "attention(...); the residual connection drops the sublayer's output.",
                 lambda c: _mha_variant(c, dropout="output")),
-        Mistake("dropout applied to the heads' outputs, not to the attention weights", "Apply self.dropout to the softmax weights, before they "
+        Mistake("dropout applied to the heads' outputs, not to the attention weights",
+                "Apply self.dropout to the softmax weights, before they "
                 "multiply the values: attention(q, k, v, mask, self.dropout).",
                 lambda c: _mha_variant(c, dropout="heads")),
     )

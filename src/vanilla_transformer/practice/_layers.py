@@ -102,7 +102,8 @@ class Sublayer(Step):
                 "self.dropout(sublayer(self.norm(x))) (pre-norm), or self.norm(x + "
                 "self.dropout(sublayer(x))) (post-norm).",
                 lambda c: _sub_variant(c, "ok", dropout="none")),
-        Mistake("dropout applied after the residual sum, not to the sublayer's output", "Drop only the sublayer's output, before the addition: "
+        Mistake("dropout applied after the residual sum, not to the sublayer's output",
+                "Drop only the sublayer's output, before the addition: "
                 "x + self.dropout(sublayer(...)); the residual path x is never dropped.",
                 lambda c: _sub_variant(c, "ok", dropout="sum")),
     )
